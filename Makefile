@@ -1,0 +1,42 @@
+# Every target bootstraps itself: a fresh machine needs only Python 3.11 + pip.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: venv test lint run bench simulate protos protos-check clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check services tests bench
+	$(BIN)/ruff format --check services tests bench
+	$(BIN)/mypy
+
+run: $(STAMP)
+	$(BIN)/ninety-nine serve
+
+simulate: $(STAMP)
+	$(BIN)/ninety-nine simulate --mode kr-product --players 4 --games 2000 --seed 7
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+protos: $(STAMP)
+	$(BIN)/python scripts/gen_protos.py
+
+protos-check: $(STAMP)
+	$(BIN)/python scripts/gen_protos.py --check
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,181 @@
+"""The game state (spec §8.1), actions (§8.2) and events, as plain Python values.
+
+The state carries card ids only; :mod:`.cards` maps them back to cards. It is never
+mutated in place by the rules: :func:`GameState.clone` copies the containers the rules
+change, and ``apply`` works on the copy and returns it.
+
+Conventions written down for other implementations:
+
+* ``draw_pile[-1]`` is the top of the draw pile (cards are drawn with ``pop()``).
+* ``direction`` is ``1`` (clockwise, seat order) or ``-1``.
+* Times are integer milliseconds since the Unix epoch, supplied by the caller.
+
+State version 1 (games saved before handSize/startTotal/zero existed) looks like version
+2 with three differences the rules honour: ``hand_size`` is whatever was dealt (the
+``handSize`` option is ignored), every new round (lives mode or ``reset``) starts from 0
+whatever ``startTotal`` says, and a 0 card always reverses the direction (``dir`` must be
+absent). A finished version-1 game cannot be replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .options import Options
+from .rng import RngState
+
+CURRENT_STATE_VERSION = 2
+SUPPORTED_STATE_VERSIONS = (1, 2)
+HISTORY_LENGTH = 10
+
+
+class Phase(StrEnum):
+    PLAYING = "playing"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """The one player action, ``play`` (§8.2). Unused choice fields stay ``None``."""
+
+    card_id: str
+    sign: str | None = None  # "+" | "-"
+    ace_value: int | None = None  # 1 | aceHigh
+    joker_value: int | None = None
+    dir: str | None = None  # "keep" | "reverse"
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"cardId": self.card_id}
+        if self.sign is not None:
+            out["sign"] = self.sign
+        if self.ace_value is not None:
+            out["aceValue"] = self.ace_value
+        if self.joker_value is not None:
+            out["jokerValue"] = self.joker_value
+        if self.dir is not None:
+            out["dir"] = self.dir
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PlayRecord:
+    """One entry of the public play history (recent cards and the totals they made)."""
+
+    player: str
+    card_id: str
+    face: str
+    before: int
+    total: int
+    choice: dict[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "player": self.player,
+            "cardId": self.card_id,
+            "face": self.face,
+            "before": self.before,
+            "total": self.total,
+            "choice": dict(self.choice),
+        }
+
+
+class Audience(StrEnum):
+    ALL = "all"
+    ONLY = "only"  # only ``Event.player`` sees it
+    EXCEPT = "except"  # everyone but ``Event.player`` (the redacted twin of an ONLY event)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened, in order. ``data`` keys are camelCase and JSON-friendly."""
+
+    type: str
+    data: dict[str, Any]
+    audience: Audience = Audience.ALL
+    player: str | None = None  # the player an ONLY/EXCEPT audience refers to
+
+    def visible_to(self, viewer: str | None) -> bool:
+        """``viewer=None`` is a spectator."""
+        if self.audience is Audience.ALL:
+            return True
+        if self.audience is Audience.ONLY:
+            return viewer is not None and viewer == self.player
+        return viewer != self.player
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.data}
+
+
+@dataclass(slots=True)
+class GameState:
+    state_version: int
+    options: Options
+    seats: tuple[str, ...]
+    names: dict[str, str]
+    hand_size: int  # as dealt (resolved handSize)
+    deck_count: int
+    start_lives: int  # resolved lives
+    hands: dict[str, list[str]]
+    draw_pile: list[str]
+    discard: list[str]
+    total: int
+    direction: int
+    current: str
+    alive: dict[str, bool]
+    lives: dict[str, int]
+    on_board: dict[str, bool]
+    lives_lost: dict[str, int]
+    eliminated_round: dict[str, int]
+    elimination_order: list[str]
+    round: int
+    phase: Phase
+    turn_started_at: int
+    seq: int
+    rng: RngState
+    seed: int
+    seed_commitment: str
+    history: list[PlayRecord] = field(default_factory=list)
+
+    def clone(self) -> GameState:
+        """A copy whose containers can be changed without touching ``self``."""
+        return GameState(
+            state_version=self.state_version,
+            options=self.options,
+            seats=self.seats,
+            names=self.names,
+            hand_size=self.hand_size,
+            deck_count=self.deck_count,
+            start_lives=self.start_lives,
+            hands={p: list(h) for p, h in self.hands.items()},
+            draw_pile=list(self.draw_pile),
+            discard=list(self.discard),
+            total=self.total,
+            direction=self.direction,
+            current=self.current,
+            alive=dict(self.alive),
+            lives=dict(self.lives),
+            on_board=dict(self.on_board),
+            lives_lost=dict(self.lives_lost),
+            eliminated_round=dict(self.eliminated_round),
+            elimination_order=list(self.elimination_order),
+            round=self.round,
+            phase=self.phase,
+            turn_started_at=self.turn_started_at,
+            seq=self.seq,
+            rng=self.rng,
+            seed=self.seed,
+            seed_commitment=self.seed_commitment,
+            history=list(self.history),
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.phase is Phase.FINISHED
+
+    def alive_players(self) -> list[str]:
+        return [p for p in self.seats if self.alive[p]]
+
+    def name(self, player: str) -> str:
+        return self.names.get(player) or player

@@ -1,0 +1,92 @@
+"""The observer (spec §8.3): the only way game data leaves toward a player or spectator.
+
+``public_view`` is what everyone sees; ``player_view`` adds the viewer's own hand with,
+per card, every choice, its resulting total and whether (and why) it is refused, plus
+the ready-to-send legal plays. Never included: another player's hand, the draw order,
+the RNG state, an eliminated player's cards, or the seed before the game is over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .game import card_choices, card_of, game_result
+from .state import GameState, Phase
+
+
+def public_view(s: GameState) -> dict[str, Any]:
+    finished = s.phase is Phase.FINISHED
+    view: dict[str, Any] = {
+        "stateVersion": s.state_version,
+        "mode": s.options.mode,
+        "options": s.options.to_mapping(),
+        "seq": s.seq,
+        "phase": str(s.phase),
+        "round": s.round,
+        "total": s.total,
+        "direction": s.direction,
+        "current": s.current,
+        "turnStartedAt": s.turn_started_at,
+        "deadline": s.turn_started_at + s.options.turn_seconds * 1000,
+        "players": [
+            {
+                "id": p,
+                "name": s.name(p),
+                "seat": i,
+                "handCount": len(s.hands[p]),
+                "lives": s.lives[p],
+                "alive": s.alive[p],
+                "onBoard": s.on_board[p],
+                "livesLost": s.lives_lost[p],
+                "eliminatedAtRound": s.eliminated_round.get(p),
+            }
+            for i, p in enumerate(s.seats)
+        ],
+        "eliminationOrder": list(s.elimination_order),
+        "drawPileCount": len(s.draw_pile),
+        "discardCount": len(s.discard),
+        "recentPlays": [r.to_dict() for r in s.history],
+        "seedCommitment": s.seed_commitment,
+    }
+    if finished:
+        view["seed"] = str(s.seed)
+        view["result"] = game_result(s).to_dict()
+    return view
+
+
+def player_view(s: GameState, viewer: str | None) -> dict[str, Any]:
+    """``viewer=None`` (or someone not seated) gets the public view only."""
+    view = public_view(s)
+    view["viewer"] = viewer
+    if viewer is None or viewer not in s.hands:
+        return view
+    my_turn = s.phase is Phase.PLAYING and s.current == viewer
+    hand: list[dict[str, Any]] = []
+    legal_plays: list[dict[str, Any]] = []
+    for cid in s.hands[viewer]:
+        card = card_of(s, cid)
+        choices = card_choices(s, card)
+        options = [
+            {
+                "action": c.action.to_dict(),
+                "result": c.result,
+                "legal": c.legal,
+                "reason": str(c.reason) if c.reason else None,
+            }
+            for c in choices
+        ]
+        entry: dict[str, Any] = {
+            "card": card.to_dict(),
+            "playable": any(c.legal for c in choices),
+            "choices": options,
+        }
+        if card.kind == "joker":
+            lo, hi = s.options.joker_bounds()
+            entry["jokerRange"] = {"min": lo, "max": hi}
+        hand.append(entry)
+        if my_turn:
+            legal_plays += [{"action": c.action.to_dict(), "result": c.result} for c in choices if c.legal]
+    view["hand"] = hand
+    view["myTurn"] = my_turn
+    view["legalPlays"] = legal_plays
+    return view
