@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Generate the Python gRPC code for every ``protos/ninetynine/**/*.proto`` into ``gen/``.
+
+One command produces ``*_pb2.py``, ``*_pb2_grpc.py`` and the ``.pyi`` stubs (mypy-protobuf,
+including the gRPC stubs) for the versioned API package ``ninetynine``, plus the
+``__init__.py`` files that make it a regular package. Output is deterministic: the same
+protos and the same pinned tools give byte-identical files.
+
+    python scripts/gen_protos.py           # regenerate gen/ninetynine
+    python scripts/gen_protos.py --check   # regenerate into a temp dir; exit 1 if gen/ differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTO_ROOT = ROOT / "protos"
+GEN_ROOT = ROOT / "gen"
+PACKAGE = "ninetynine"
+INIT_TEXT = '"""Generated from protos/ by scripts/gen_protos.py. Do not edit."""\n'
+
+
+def proto_files() -> list[Path]:
+    return sorted((PROTO_ROOT / PACKAGE).rglob("*.proto"))
+
+
+def _plugin(name: str) -> str:
+    """The protoc plugin installed next to this interpreter (the venv's bin/)."""
+    candidate = Path(sys.executable).parent / name
+    found = str(candidate) if candidate.exists() else shutil.which(name)
+    if not found:
+        raise SystemExit(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
+    return found
+
+
+def generate(out_root: Path) -> None:
+    """Write the package for every proto under ``out_root/ninetynine``."""
+    from grpc_tools import protoc  # a dev dependency: imported only when generating
+
+    files = proto_files()
+    if not files:
+        raise SystemExit(f"no .proto files under {PROTO_ROOT / PACKAGE}")
+    out_root.mkdir(parents=True, exist_ok=True)
+    include = Path(protoc.__file__).parent / "_proto"  # google/protobuf well-known types
+    args = [
+        "grpc_tools.protoc",
+        f"-I{PROTO_ROOT}",
+        f"-I{include}",
+        f"--plugin=protoc-gen-mypy={_plugin('protoc-gen-mypy')}",
+        f"--plugin=protoc-gen-mypy_grpc={_plugin('protoc-gen-mypy_grpc')}",
+        f"--python_out={out_root}",
+        f"--grpc_python_out={out_root}",
+        f"--mypy_out={out_root}",
+        f"--mypy_grpc_out={out_root}",
+        *(str(f.relative_to(PROTO_ROOT)) for f in files),
+    ]
+    status = protoc.main(args)
+    if status != 0:
+        raise SystemExit(f"protoc failed with status {status}")
+    package_dir = out_root / PACKAGE
+    for directory in [package_dir, *sorted(p for p in package_dir.rglob("*") if p.is_dir())]:
+        if directory.name == "__pycache__":
+            continue
+        (directory / "__init__.py").write_text(INIT_TEXT)
+        (directory / "py.typed").write_text("")
+
+
+def _tree(root: Path) -> dict[str, Path]:
+    return {
+        str(p.relative_to(root)): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def check() -> int:
+    """Regenerate into a temp dir and compare with the committed gen/ninetynine."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh_root = Path(tmp)
+        generate(fresh_root)
+        fresh = _tree(fresh_root / PACKAGE)
+        committed = _tree(GEN_ROOT / PACKAGE) if (GEN_ROOT / PACKAGE).exists() else {}
+        problems = [f"missing: gen/{PACKAGE}/{name}" for name in sorted(fresh.keys() - committed.keys())]
+        problems += [f"stale extra: gen/{PACKAGE}/{name}" for name in sorted(committed.keys() - fresh.keys())]
+        problems += [
+            f"differs: gen/{PACKAGE}/{name}"
+            for name in sorted(fresh.keys() & committed.keys())
+            if not filecmp.cmp(fresh[name], committed[name], shallow=False)
+        ]
+    if problems:
+        print("generated code is out of date; run `make protos`:", *problems, sep="\n  ", file=sys.stderr)
+        return 1
+    print(f"gen/{PACKAGE} is up to date ({len(fresh)} files)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="fail if gen/ is not what the protos produce")
+    args = parser.parse_args(argv)
+    if args.check:
+        return check()
+    target = GEN_ROOT / PACKAGE
+    # Start from scratch so a deleted .proto leaves no stale module behind.
+    if target.exists():
+        shutil.rmtree(target)
+    generate(GEN_ROOT)
+    print(f"generated {len(_tree(target))} files under gen/{PACKAGE} from {len(proto_files())} protos")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
