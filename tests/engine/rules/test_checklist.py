@@ -241,7 +241,9 @@ def test_zero_card_direction_choice() -> None:
     assert err.reason is Reason.DIR_NOT_ALLOWED
     assert err.message() == "방향은 0 카드를 낼 때만 고를 수 있어요"
 
-    classic = make_state(mode="classic", total=30, hands={"A": ["2"], "B": ["4", "3"], "C": ["5"]}, current="B")
+    classic = make_state(
+        mode="classic", total=30, hands={"A": ["2"], "B": ["4", "3"], "C": ["5"]}, current="B"
+    )
     after, events = apply(classic, "B", play(classic, "B", "4"))
     assert after.current == "A" and after.direction == -1 and after.total == 30
     assert "directionChanged" in event_types(events)
@@ -310,9 +312,7 @@ def test_lives_three_new_round_loser_starts_elimination_and_on_the_board() -> No
     s, events = apply(s, "A", play(s, "A", "4"))
     assert s.alive["B"] and s.lives["B"] == 0 and s.on_board["B"] and s.current == "B"
     assert next(e for e in events if e.type == "lifeLost").data["onBoard"] is True
-    s = make_state(
-        total=95, hands=hands, lives=3, lives_left={"B": 0}, on_board=["B"], on_the_board=True
-    )
+    s = make_state(total=95, hands=hands, lives=3, lives_left={"B": 0}, on_board=["B"], on_the_board=True)
     s, events = apply(s, "A", play(s, "A", "4"))
     assert not s.alive["B"] and s.current == "C" and not s.on_board["B"]
     assert "lifeLost" not in event_types(events)
@@ -418,7 +418,8 @@ def _strings(value: object) -> set[str]:
 
 
 def test_views_leak_no_hidden_information() -> None:
-    """정보 유출: 관전자와 상대 view에 남의 손패, 보충 카드 내용, 더미 순서가 없다. 탈락자 손패도 공개되지 않는다.
+    """정보 유출: 관전자와 상대 view에 남의 손패, 보충 카드 내용, 더미 순서가 없다.
+    탈락자 손패도 공개되지 않는다.
 
     No leaks: spectator and opponent views hold no other hand, no drawn card, no draw-pile
     order; an eliminated player's hand is not shown either.
@@ -472,7 +473,8 @@ def test_worked_example_5_4() -> None:
 
     • 합계 85에서 A가 10을 내 95가 된다. A가 보충한다.
     • B의 손패는 [8, 7, ±9]이다. 8과 7은 99를 넘는다. ±9를 빼기로 내서 86이 된다.
-    • C의 손패는 [10, 10, 0]이다. 0을 내며 방향을 바꾸기로 고른다. 86 그대로이고 방향이 반대가 되어 B 차례가 된다.
+    • C의 손패는 [10, 10, 0]이다. 0을 내며 방향을 바꾸기로 고른다.
+      86 그대로이고 방향이 반대가 되어 B 차례가 된다.
     • B의 손패는 [8, 7, 6](보충한 6)이다. 8 → 94, 7 → 93, 6 → 92 모두 가능하다. B가 7을 내서 93.
     • 방향이 바뀌었으므로 다음은 A다. A의 손패가 [8, 10, 7]이면 101, 103, 100이라 낼 카드가 없다.
       A는 턴 시작 때 탈락하고 C 차례가 된다.
