@@ -1,0 +1,268 @@
+"""gRPC interceptors: one canonical log line (and latency sample) per RPC, request ids across hops.
+
+Server side, :class:`CanonicalLogInterceptor` wraps every handler (unary and streaming):
+
+* reads ``x-request-id`` from the invocation metadata (a fresh uuid4 hex when absent or malformed)
+  and binds it, with the method name, into structlog's contextvars for the whole call, so every
+  line the handler logs carries them and outgoing calls forward the id;
+* turns a :class:`~services.common.errors.ServiceError` raised by the handler into the proper
+  status (same as calling :func:`services.common.errors.abort`);
+* at the end emits exactly one ``rpc`` line: ``method``, ``code`` (``OK``, ``INVALID_ARGUMENT``...),
+  ``duration_ms``, plus whatever the handler added with :func:`bind_rpc_fields` (mode, seq, room_id,
+  player_id, reason...). Handler exceptions other than aborts are logged with their traceback
+  at level error and re-raised untouched (grpc reports them as ``UNKNOWN``).
+
+Metrics design: the interceptor observes one histogram labelled ``method``, ``code`` and, optionally,
+extra labels whose values are taken from the RPC's bound fields (``label_fields=("mode",)`` reads
+the ``mode`` the handler bound; missing → ``""``). Anything else mode-specific (games finished,
+refusals by reason...) is counted by the service itself. :func:`services.common.metrics.rpc_histogram`
+builds a histogram with matching labels.
+
+Client side, :class:`RequestIdClientInterceptor` copies the current request id into outgoing
+metadata, so gateway → session → engine share one id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar, cast
+
+import grpc
+import grpc.aio
+from prometheus_client import Histogram
+
+from services.common.context import (
+    REQUEST_ID_HEADER,
+    bind_rpc_fields,
+    request_id,
+    request_scope,
+    sanitize_request_id,
+)
+from services.common.errors import ServiceError, abort
+from services.common.logging import get_logger
+
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "CanonicalLogInterceptor",
+    "RequestIdClientInterceptor",
+    "bind_rpc_fields",
+    "request_id",
+]
+
+T = TypeVar("T")
+
+# Codes that mean "our fault" rather than "the caller's request was refused".
+_SERVER_FAULT_CODES = frozenset(
+    {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.DATA_LOSS}
+)
+
+AnyContext = grpc.aio.ServicerContext[Any, Any]
+Behavior = Callable[[Any, AnyContext], Any]
+
+
+class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Request ids, one canonical log line and one latency observation per RPC.
+
+    ``rpc_histogram`` (optional) must have the label names ``("method", "code", *label_fields)``;
+    it is observed in seconds.
+    """
+
+    def __init__(
+        self,
+        service: str,
+        rpc_histogram: Histogram | None = None,
+        *,
+        label_fields: Sequence[str] = (),
+    ) -> None:
+        self.service = service
+        self._histogram = rpc_histogram
+        self._label_fields = tuple(label_fields)
+        if rpc_histogram is not None:
+            expected = ("method", "code", *self._label_fields)
+            actual = tuple(getattr(rpc_histogram, "_labelnames", ()))
+            if actual != expected:
+                raise ValueError(f"rpc_histogram labels must be {expected}, got {actual}")
+        self._log = get_logger(f"{service}.rpc")
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        handler = await continuation(handler_call_details)
+        if handler is None:  # unknown method: grpc answers UNIMPLEMENTED itself
+            return handler
+        method: str = handler_call_details.method
+        incoming = _header(handler_call_details.invocation_metadata, REQUEST_ID_HEADER)
+        kw = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+
+        if not handler.request_streaming and not handler.response_streaming:
+            inner_uu = cast(Behavior, handler.unary_unary)
+
+            async def unary_unary(request: Any, context: AnyContext) -> Any:
+                return await self._observe(
+                    method, incoming, context, lambda: _call(inner_uu, request, context)
+                )
+
+            return grpc.unary_unary_rpc_method_handler(unary_unary, **kw)
+
+        if not handler.request_streaming:
+            inner_us = cast(Behavior, handler.unary_stream)
+
+            async def unary_stream(request: Any, context: AnyContext) -> None:
+                await self._observe(
+                    method, incoming, context, lambda: _stream_out(inner_us(request, context), context)
+                )
+
+            return grpc.unary_stream_rpc_method_handler(unary_stream, **kw)
+
+        if not handler.response_streaming:
+            inner_su = cast(Behavior, handler.stream_unary)
+
+            async def stream_unary(requests: AsyncIterable[Any], context: AnyContext) -> Any:
+                return await self._observe(
+                    method, incoming, context, lambda: _call(inner_su, requests, context)
+                )
+
+            return grpc.stream_unary_rpc_method_handler(stream_unary, **kw)
+
+        inner_ss = cast(Behavior, handler.stream_stream)
+
+        async def stream_stream(requests: AsyncIterable[Any], context: AnyContext) -> None:
+            await self._observe(
+                method, incoming, context, lambda: _stream_out(inner_ss(requests, context), context)
+            )
+
+        return grpc.stream_stream_rpc_method_handler(stream_stream, **kw)
+
+    async def _observe(
+        self,
+        method: str,
+        incoming_request_id: str | bytes | None,
+        context: AnyContext,
+        body: Callable[[], Awaitable[T]],
+    ) -> T:
+        rid = sanitize_request_id(incoming_request_id)
+        with request_scope(rid, method=method) as fields:
+            started = time.perf_counter()
+            code = grpc.StatusCode.UNKNOWN
+            failure: BaseException | None = None
+            try:
+                try:
+                    result = await body()
+                except ServiceError as err:
+                    await abort(context, err)
+                code = context.code() or grpc.StatusCode.OK
+                return result
+            except grpc.aio.AbortError:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            except asyncio.CancelledError:
+                # grpc.aio cancels the handler both when the client cancels and when the deadline passes.
+                remaining = context.time_remaining()
+                expired = remaining is not None and remaining <= 0
+                code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
+                raise
+            except Exception as exc:  # logged here, re-raised: grpc turns it into UNKNOWN
+                failure = exc
+                raise
+            finally:
+                self._emit(method, code, time.perf_counter() - started, fields, failure)
+
+    def _emit(
+        self,
+        method: str,
+        code: grpc.StatusCode,
+        seconds: float,
+        fields: dict[str, object],
+        failure: BaseException | None,
+    ) -> None:
+        if self._histogram is not None:
+            extra = (str(fields.get(name, "")) for name in self._label_fields)
+            self._histogram.labels(method, code.name, *extra).observe(seconds)
+        line = {**fields, "method": method, "code": code.name, "duration_ms": round(seconds * 1000, 3)}
+        if failure is not None:
+            self._log.error("rpc", exc_info=failure, **line)
+        elif code in _SERVER_FAULT_CODES:
+            self._log.error("rpc", **line)
+        else:
+            self._log.info("rpc", **line)
+
+
+async def _call(behavior: Behavior, request: Any, context: AnyContext) -> Any:
+    result = behavior(request, context)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _stream_out(produced: Any, context: AnyContext) -> None:
+    """Drive a response-streaming handler inside the wrapper's own coroutine.
+
+    Async generators are iterated and written here (and closed in the same task, so their cleanup
+    runs with the RPC's context); reader/writer-style coroutine handlers are awaited.
+    """
+    if inspect.isasyncgen(produced):
+        try:
+            async for message in produced:
+                await context.write(message)
+        finally:
+            await produced.aclose()
+    elif inspect.isawaitable(produced):
+        await produced
+    else:
+        for message in produced:
+            await context.write(message)
+
+
+def _header(metadata: Iterable[tuple[str, str | bytes]] | None, name: str) -> str | bytes | None:
+    for key, value in metadata or ():
+        if key == name:
+            return value
+    return None
+
+
+def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    rid = request_id()
+    pairs: list[tuple[str, str | bytes]] = list(details.metadata or ())
+    if not rid or any(key == REQUEST_ID_HEADER for key, _ in pairs):
+        return details
+    pairs.append((REQUEST_ID_HEADER, rid))
+    return grpc.aio.ClientCallDetails(
+        details.method,
+        details.timeout,
+        grpc.aio.Metadata(*pairs),
+        details.credentials,
+        details.wait_for_ready,
+    )
+
+
+class RequestIdClientInterceptor(
+    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[type-arg]
+    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[type-arg]
+    grpc.aio.StreamUnaryClientInterceptor,  # type: ignore[type-arg]
+    grpc.aio.StreamStreamClientInterceptor,  # type: ignore[type-arg]
+):
+    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(_with_request_id(client_call_details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(_with_request_id(client_call_details), request)
+
+    async def intercept_stream_unary(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(_with_request_id(client_call_details), request_iterator)
+
+    async def intercept_stream_stream(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(_with_request_id(client_call_details), request_iterator)
