@@ -8,7 +8,7 @@ from typing import Any, cast
 import grpc.aio
 
 from services.common.grpcserver import MAX_MESSAGE_BYTES, ChannelOption, merge_options
-from services.common.interceptors import RequestIdClientInterceptor
+from services.common.interceptors import request_id_interceptors
 
 __all__ = ["CLIENT_OPTIONS", "create_channel"]
 
@@ -30,11 +30,11 @@ def create_channel(
 ) -> grpc.aio.Channel:
     """An insecure grpc.aio channel to ``target`` that forwards ``x-request-id``.
 
-    The request-id interceptor runs first; ``interceptors`` are added after it.
+    The request-id interceptors run first; ``interceptors`` are added after it.
     """
     return grpc.aio.insecure_channel(
         target,
         options=merge_options(CLIENT_OPTIONS, options),
         # grpc-stubs types aio client interceptors as a placeholder that nothing satisfies.
-        interceptors=cast(Any, [RequestIdClientInterceptor(), *interceptors]),
+        interceptors=cast(Any, [*request_id_interceptors(), *interceptors]),
     )

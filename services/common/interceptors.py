@@ -18,7 +18,8 @@ the ``mode`` the handler bound; missing → ``""``). Anything else mode-specific
 refusals by reason...) is counted by the service itself. :func:`services.common.metrics.rpc_histogram`
 builds a histogram with matching labels.
 
-Client side, :class:`RequestIdClientInterceptor` copies the current request id into outgoing
+Client side, :func:`request_id_interceptors` (installed by
+:func:`services.common.grpcclient.create_channel`) copies the current request id into outgoing
 metadata, so gateway → session → engine share one id.
 """
 
@@ -47,9 +48,13 @@ from services.common.logging import get_logger
 __all__ = [
     "REQUEST_ID_HEADER",
     "CanonicalLogInterceptor",
-    "RequestIdClientInterceptor",
+    "RequestIdStreamStreamInterceptor",
+    "RequestIdStreamUnaryInterceptor",
+    "RequestIdUnaryStreamInterceptor",
+    "RequestIdUnaryUnaryInterceptor",
     "bind_rpc_fields",
     "request_id",
+    "request_id_interceptors",
 ]
 
 T = TypeVar("T")
@@ -243,26 +248,47 @@ def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCall
     )
 
 
-class RequestIdClientInterceptor(
-    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[type-arg]
-    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[type-arg]
-    grpc.aio.StreamUnaryClientInterceptor,  # type: ignore[type-arg]
-    grpc.aio.StreamStreamClientInterceptor,  # type: ignore[type-arg]
-):
+class RequestIdUnaryUnaryInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
     """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
 
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(_with_request_id(client_call_details), request)
 
+
+class RequestIdUnaryStreamInterceptor(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(_with_request_id(client_call_details), request)
+
+
+class RequestIdStreamUnaryInterceptor(grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[type-arg]
+    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
 
     async def intercept_stream_unary(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
     ) -> Any:
         return await continuation(_with_request_id(client_call_details), request_iterator)
 
+
+class RequestIdStreamStreamInterceptor(grpc.aio.StreamStreamClientInterceptor):  # type: ignore[type-arg]
+    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+
     async def intercept_stream_stream(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
     ) -> Any:
         return await continuation(_with_request_id(client_call_details), request_iterator)
+
+
+def request_id_interceptors() -> list[Any]:
+    """Client interceptors forwarding ``x-request-id`` on all four kinds of call.
+
+    One object per kind on purpose: grpc.aio files each interceptor under the *first* kind it
+    implements, so a single class implementing all four would only see unary-unary calls.
+    """
+    return [
+        RequestIdUnaryUnaryInterceptor(),
+        RequestIdUnaryStreamInterceptor(),
+        RequestIdStreamUnaryInterceptor(),
+        RequestIdStreamStreamInterceptor(),
+    ]
