@@ -12,9 +12,11 @@ Handler = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ninety-nine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    from services.engine import server as engine_server
     from services.engine import simulate
 
     simulate.add_parser(sub)
+    engine_server.add_parser(sub)
     return parser
 
 

@@ -56,7 +56,7 @@ class SetupRequest(_message.Message):
     seed: _builtins.int
     """RNG seed; unset = the engine draws a random one. Keep it secret until the end."""
     now_ms: _builtins.int
-    """Clock for the first turn (ms since epoch); 0 = the engine's clock."""
+    """Clock for the first turn (ms since epoch); 0 or negative = the engine's clock."""
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """2..10 unique ids, in seat (clockwise) order."""
@@ -136,7 +136,7 @@ class ApplyRequest(_message.Message):
     expected_seq: _builtins.int
     """When set, the request is refused (ABORTED, STALE_STATE) unless state.seq equals it."""
     now_ms: _builtins.int
-    """Clock for the next turn (ms since epoch); 0 = the engine's clock."""
+    """Clock for the next turn (ms since epoch); 0 or negative = the engine's clock."""
     @_builtins.property
     def state(self) -> _state_pb2.State: ...
     @_builtins.property
@@ -246,7 +246,7 @@ class TimeoutRequest(_message.Message):
     NOW_MS_FIELD_NUMBER: _builtins.int
     EXPECTED_SEQ_FIELD_NUMBER: _builtins.int
     now_ms: _builtins.int
-    """Clock for the next turn (ms since epoch); 0 = the engine's clock."""
+    """Clock for the next turn (ms since epoch); 0 or negative = the engine's clock."""
     expected_seq: _builtins.int
     """When set, refused with ABORTED / STALE_STATE unless state.seq equals it."""
     @_builtins.property
