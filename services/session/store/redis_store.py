@@ -1,0 +1,408 @@
+"""``RoomStore`` on Redis: shared by several session replicas behind a load balancer.
+
+Keys (``P`` is the configurable prefix, ``?prefix=`` in the URL; default ``ninetynine:session:``):
+
+- ``P room:{room_id}`` — hash: ``v`` (version), ``phase``, ``mode``, ``st``/``sk`` (seats total/taken),
+  ``c``/``u`` (created/updated ms), ``data`` (opaque bytes), ``dl`` (deadline ms, "" for none),
+  ``last`` (seq of the last appended event), ``lk`` (the room's listing key, see below).
+- ``P events:{room_id}`` — stream; event seq N is entry id ``N-0`` with fields ``a`` (audience),
+  ``p`` (player id), ``d`` (payload).  Bounded with ``XADD MAXLEN ~ maxlen`` (``?maxlen=``, default
+  100000 — far more than one game produces); the oldest retained seq is the first entry's id.
+  ``XREAD BLOCK`` on it is both reconnect replay and cross-replica fan-out.
+- ``P due`` — sorted set room_id → due-at ms: the deadline while unclaimed, the lease expiry while claimed.
+- ``P deadline`` — hash room_id → current deadline ms (what ``claim_due`` reports).
+- ``P claims`` — hash room_id → owner of the current claim.
+- ``P rooms:all`` and ``P rooms:phase:{phase}`` — sorted sets (all scores 0) of listing keys
+  ``"{created_at_ms:015d}:{room_id}"``, read with ``ZRANGEBYLEX`` for keyset pagination.
+
+Every write (create, commit, claim, release) is one Lua script, so it is atomic: a commit checks the
+version and the event seq, then writes hash, stream entries, indexes and deadline together, or nothing.
+Durability is what the Redis server is configured for: run it with ``appendonly yes`` and
+``appendfsync always`` (or ``everysec``, accepting up to a second of loss on a power cut) when an
+acknowledged move must survive a Redis crash.  The keys of one store are not hash-tagged for Redis Cluster;
+use a single primary (with replicas/Sentinel for failover).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Final, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from services.session.store.base import (
+    EventsTrimmed,
+    InvalidStoreInput,
+    RoomAlreadyExists,
+    RoomNotFound,
+    RoomRecord,
+    StoredEvent,
+    StoreUnavailable,
+    VersionConflict,
+    check_claim_args,
+    check_commit,
+    check_events,
+    check_list_args,
+    check_read_limit,
+    check_record,
+    check_room_id,
+    check_seq,
+    list_key,
+    parse_page_token,
+)
+
+DEFAULT_PREFIX: Final = "ninetynine:session:"
+DEFAULT_MAXLEN: Final = 100_000
+_TAIL_BATCH: Final = 500
+_TAIL_BLOCK_MS: Final = 5000
+
+# KEYS: room, stream, due, deadline, claims, rooms:all, rooms:phase:lobby, :playing, :finished
+# ARGV: op ("create"|"commit"), room_id, expected_version, version, phase, mode, seats_total, seats_taken,
+#       created_at_ms, updated_at_ms, data, deadline ("" = none), list key, maxlen, n_events,
+#       then per event: seq, audience, player_id, payload
+_WRITE_ROOM_LUA: Final = """
+local room = ARGV[2]
+local phase_index = {lobby = KEYS[7], playing = KEYS[8], finished = KEYS[9]}
+local n = tonumber(ARGV[15])
+local last = 0
+local old = nil
+if ARGV[1] == 'create' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {'EXISTS'} end
+else
+  old = redis.call('HMGET', KEYS[1], 'v', 'c', 'last', 'phase', 'lk')
+  if not old[1] then return {'NOTFOUND'} end
+  if old[1] ~= ARGV[3] then return {'CONFLICT', old[1]} end
+  if old[2] ~= ARGV[9] then return {'CREATED'} end
+  last = tonumber(old[3])
+end
+if n > 0 and tonumber(ARGV[16]) ~= last + 1 then return {'SEQ', tostring(last)} end
+-- every check passed: from here on nothing can fail half-way
+if old then redis.call('ZREM', phase_index[old[4]], old[5]) end
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 'phase', ARGV[5], 'mode', ARGV[6], 'st', ARGV[7], 'sk', ARGV[8],
+  'c', ARGV[9], 'u', ARGV[10], 'data', ARGV[11], 'dl', ARGV[12], 'last', tostring(last + n), 'lk', ARGV[13])
+redis.call('ZADD', KEYS[6], 0, ARGV[13])
+redis.call('ZADD', phase_index[ARGV[5]], 0, ARGV[13])
+for i = 0, n - 1 do
+  local b = 16 + i * 4
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[14], ARGV[b] .. '-0',
+    'a', ARGV[b + 1], 'p', ARGV[b + 2], 'd', ARGV[b + 3])
+end
+if ARGV[12] == '' then
+  redis.call('ZREM', KEYS[3], room)
+  redis.call('HDEL', KEYS[4], room)
+else
+  redis.call('ZADD', KEYS[3], ARGV[12], room)
+  redis.call('HSET', KEYS[4], room, ARGV[12])
+end
+redis.call('HDEL', KEYS[5], room)
+return {'OK'}
+"""
+
+# KEYS: due, deadline, claims.  ARGV: now_ms, owner, lease expiry ms, limit
+_CLAIM_LUA: Final = """
+local rooms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
+local out = {}
+for _, room in ipairs(rooms) do
+  redis.call('ZADD', KEYS[1], ARGV[3], room)
+  redis.call('HSET', KEYS[3], room, ARGV[2])
+  out[#out + 1] = room
+  out[#out + 1] = redis.call('HGET', KEYS[2], room)
+end
+return out
+"""
+
+# KEYS: due, deadline, claims.  ARGV: room_id, owner
+_RELEASE_LUA: Final = """
+if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  local deadline = redis.call('HGET', KEYS[2], ARGV[1])
+  if deadline then redis.call('ZADD', KEYS[1], deadline, ARGV[1]) end
+end
+return 0
+"""
+
+_RawHash = dict[bytes, bytes]
+_RawEntry = tuple[bytes, _RawHash]  # (stream entry id, fields)
+
+
+@contextmanager
+def _unavailable_on_connection_errors() -> Iterator[None]:
+    try:
+        yield
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
+    except redis.exceptions.ReadOnlyError as exc:  # talking to a replica during a failover
+        raise StoreUnavailable(f"Redis is read-only: {exc}") from exc
+
+
+def _record_from_hash(room_id: str, fields: _RawHash) -> RoomRecord:
+    deadline = fields[b"dl"]
+    return RoomRecord(
+        room_id=room_id,
+        version=int(fields[b"v"]),
+        phase=fields[b"phase"].decode(),
+        mode=fields[b"mode"].decode(),
+        seats_total=int(fields[b"st"]),
+        seats_taken=int(fields[b"sk"]),
+        created_at_ms=int(fields[b"c"]),
+        updated_at_ms=int(fields[b"u"]),
+        data=fields[b"data"],
+        deadline_ms=int(deadline) if deadline else None,
+    )
+
+
+def _event_from_entry(entry_id: bytes, fields: _RawHash) -> StoredEvent:
+    return StoredEvent(
+        seq=int(entry_id.split(b"-", 1)[0]),
+        audience=fields[b"a"].decode(),
+        player_id=fields[b"p"].decode(),
+        payload=fields[b"d"],
+    )
+
+
+class RedisRoomStore:
+    """A ``RoomStore`` on one Redis database (see the module docstring for the key layout)."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = DEFAULT_PREFIX, maxlen: int = DEFAULT_MAXLEN):
+        if maxlen < 1:
+            raise InvalidStoreInput(f"maxlen must be >= 1, got {maxlen}")
+        self.prefix = prefix
+        self._redis = client
+        self._maxlen = maxlen
+        self._closed = False
+        socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+        # A blocking XREAD must return before the socket read times out.
+        self._block_ms = (
+            _TAIL_BLOCK_MS if not socket_timeout else min(_TAIL_BLOCK_MS, int(socket_timeout * 500))
+        )
+        self._write_room = client.register_script(_WRITE_ROOM_LUA)
+        self._claim = client.register_script(_CLAIM_LUA)
+        self._release = client.register_script(_RELEASE_LUA)
+        self._due_keys = [f"{prefix}due", f"{prefix}deadline", f"{prefix}claims"]
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisRoomStore:
+        """``redis://host:port/db?prefix=xyz&maxlen=N`` plus any redis-py URL options."""
+        parts = urlsplit(url)
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        prefix = options.pop("prefix", DEFAULT_PREFIX)
+        try:
+            maxlen = int(options.pop("maxlen", DEFAULT_MAXLEN))
+        except ValueError as exc:
+            raise InvalidStoreInput(f"maxlen in {url!r} is not an integer") from exc
+        # Fail fast when Redis is down instead of hanging a player's move.
+        options.setdefault("socket_connect_timeout", "2")
+        options.setdefault("socket_timeout", "10")
+        client_url = urlunsplit(parts._replace(query=urlencode(options)))
+        try:
+            client = aioredis.Redis.from_url(client_url, decode_responses=False)
+        except ValueError as exc:
+            raise InvalidStoreInput(f"bad Redis URL: {exc}") from exc
+        return cls(client, prefix=prefix, maxlen=maxlen)
+
+    def _room_key(self, room_id: str) -> str:
+        return f"{self.prefix}room:{room_id}"
+
+    def _stream_key(self, room_id: str) -> str:
+        return f"{self.prefix}events:{room_id}"
+
+    def _index_key(self, phase: str | None) -> str:
+        return f"{self.prefix}rooms:all" if phase is None else f"{self.prefix}rooms:phase:{phase}"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("the room store is closed")
+
+    async def _write(
+        self, op: str, expected_version: int, record: RoomRecord, events: Sequence[StoredEvent]
+    ) -> None:
+        self._check_open()
+        room_id = record.room_id
+        keys = [
+            self._room_key(room_id),
+            self._stream_key(room_id),
+            *self._due_keys,
+            self._index_key(None),
+            *(self._index_key(phase) for phase in ("lobby", "playing", "finished")),
+        ]
+        args: list[str | int | bytes] = [
+            op,
+            room_id,
+            expected_version,
+            record.version,
+            record.phase,
+            record.mode,
+            record.seats_total,
+            record.seats_taken,
+            record.created_at_ms,
+            record.updated_at_ms,
+            record.data,
+            "" if record.deadline_ms is None else record.deadline_ms,
+            list_key(record.created_at_ms, room_id),
+            self._maxlen,
+            len(events),
+        ]
+        for event in events:
+            args.extend((event.seq, event.audience, event.player_id, event.payload))
+        with _unavailable_on_connection_errors():
+            reply = await self._write_room(keys=keys, args=args)
+        outcome = reply[0].decode()
+        if outcome == "OK":
+            return
+        if outcome == "EXISTS":
+            raise RoomAlreadyExists(room_id)
+        if outcome == "NOTFOUND":
+            raise RoomNotFound(room_id)
+        if outcome == "CONFLICT":
+            raise VersionConflict(room_id, expected_version, int(reply[1]))
+        if outcome == "CREATED":
+            raise InvalidStoreInput(f"room {room_id!r}: created_at_ms cannot change")
+        if outcome == "SEQ":
+            last = int(reply[1])
+            raise InvalidStoreInput(
+                f"room {room_id!r}: next event seq must be {last + 1}, got {events[0].seq}"
+            )
+        raise AssertionError(f"unexpected reply from the room write script: {reply!r}")
+
+    # --- RoomStore -----------------------------------------------------------------------------------
+
+    async def create_room(self, record: RoomRecord, events: Sequence[StoredEvent] = ()) -> None:
+        check_record(record)
+        check_events(events)
+        await self._write("create", 0, record, events)
+
+    async def load_room(self, room_id: str) -> RoomRecord | None:
+        check_room_id(room_id)
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            fields = cast(_RawHash, await self._redis.hgetall(self._room_key(room_id)))
+        return _record_from_hash(room_id, fields) if fields else None
+
+    async def commit(
+        self, room_id: str, expected_version: int, record: RoomRecord, events: Sequence[StoredEvent]
+    ) -> None:
+        check_commit(room_id, expected_version, record)
+        check_events(events)
+        await self._write("commit", expected_version, record, events)
+
+    async def read_events(self, room_id: str, after_seq: int, limit: int = 1000) -> list[StoredEvent]:
+        check_room_id(room_id)
+        check_seq(after_seq)
+        check_read_limit(limit)
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            entries = cast(
+                list[_RawEntry],
+                await self._redis.xrange(self._stream_key(room_id), f"{after_seq + 1}-0", "+", count=limit),
+            )
+        return [_event_from_entry(entry_id, fields) for entry_id, fields in entries]
+
+    async def _seq_bounds(self, room_id: str) -> tuple[int, int]:
+        """(oldest retained seq or last+1, last seq), read atomically."""
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hget(self._room_key(room_id), "last")
+                pipe.xrange(self._stream_key(room_id), "-", "+", count=1)
+                last_raw, first_entries = cast(tuple[bytes | None, list[_RawEntry]], await pipe.execute())
+        if last_raw is None:
+            raise RoomNotFound(room_id)
+        last_seq = int(last_raw)
+        oldest = _event_from_entry(*first_entries[0]).seq if first_entries else last_seq + 1
+        return oldest, last_seq
+
+    async def oldest_event_seq(self, room_id: str) -> int:
+        check_room_id(room_id)
+        oldest, _last = await self._seq_bounds(room_id)
+        return oldest
+
+    async def tail(self, room_id: str, after_seq: int) -> AsyncIterator[StoredEvent]:
+        check_room_id(room_id)
+        check_seq(after_seq)
+        oldest, last_seq = await self._seq_bounds(room_id)
+        if after_seq > last_seq:
+            raise InvalidStoreInput(
+                f"room {room_id!r}: after_seq {after_seq} is past the last seq {last_seq}"
+            )
+        if after_seq + 1 < oldest:
+            raise EventsTrimmed(room_id, after_seq, oldest)
+        stream = self._stream_key(room_id)
+        cursor = after_seq
+        while not self._closed:
+            # XREAD returns retained entries past the cursor at once and otherwise blocks for new ones,
+            # whichever replica appends them: one loop does replay and live delivery.
+            try:
+                reply = cast(
+                    list[tuple[bytes, list[_RawEntry]]] | None,
+                    await self._redis.xread({stream: f"{cursor}-0"}, count=_TAIL_BATCH, block=self._block_ms),
+                )
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                if self._closed:
+                    return
+                raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
+            for _stream, entries in reply or ():
+                for entry_id, fields in entries:
+                    event = _event_from_entry(entry_id, fields)
+                    if event.seq != cursor + 1:
+                        raise EventsTrimmed(room_id, cursor, event.seq)
+                    cursor = event.seq
+                    yield event
+
+    async def list_rooms(
+        self, *, phase: str | None, page_size: int, page_token: str
+    ) -> tuple[list[RoomRecord], str]:
+        check_list_args(phase, page_size)
+        parse_page_token(page_token)
+        self._check_open()
+        start = f"({page_token}" if page_token else "-"
+        with _unavailable_on_connection_errors():
+            members = cast(
+                list[bytes],
+                await self._redis.zrangebylex(self._index_key(phase), start, "+", start=0, num=page_size + 1),
+            )
+            page = [member.decode() for member in members[:page_size]]
+            room_ids = [member.partition(":")[2] for member in page]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for room_id in room_ids:
+                    pipe.hgetall(self._room_key(room_id))
+                hashes = cast(list[_RawHash], await pipe.execute())
+        records = [
+            _record_from_hash(room_id, fields)
+            for room_id, fields in zip(room_ids, hashes, strict=True)
+            if fields
+        ]
+        # A room can change phase between the index read and the hash read; keep the filter exact.
+        records = [record for record in records if phase is None or record.phase == phase]
+        next_token = page[-1] if len(members) > page_size else ""
+        return records, next_token
+
+    async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
+        check_claim_args(owner, lease_ms, limit)
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            reply = await self._claim(keys=self._due_keys, args=[now_ms, owner, now_ms + lease_ms, limit])
+        return [(reply[i].decode(), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+    async def release(self, room_id: str, owner: str) -> None:
+        check_room_id(room_id)
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            await self._release(keys=self._due_keys, args=[room_id, owner])
+
+    async def next_deadline_ms(self) -> int | None:
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            earliest = cast(
+                list[tuple[bytes, float]], await self._redis.zrange(self._due_keys[0], 0, 0, withscores=True)
+            )
+        return int(earliest[0][1]) if earliest else None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Also drops the connections of tails blocked in XREAD, which then end quietly.
+        await self._redis.aclose()

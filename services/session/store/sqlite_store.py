@@ -1,0 +1,455 @@
+"""``RoomStore`` on one SQLite file: the embedded default for a single session process.
+
+Tables (schema version kept in ``schema_migrations``; ``MIGRATIONS`` are applied in order on open):
+
+- ``rooms``: one row per room — the ``RoomRecord`` columns, plus
+  ``last_seq`` (seq of the last appended event), ``due_at_ms`` (deadline while unclaimed, lease expiry
+  while claimed, NULL without a deadline) and ``claim_owner``.
+  Indexes: ``rooms_due`` on ``due_at_ms`` (claims, next deadline), ``rooms_by_phase`` on
+  ``(phase, created_at_ms, room_id)`` and ``rooms_by_created`` on ``(created_at_ms, room_id)`` (listing).
+- ``events``: ``(room_id, seq)`` primary key, ``audience``, ``player_id``, ``payload``; never trimmed.
+
+Durability: the file runs in WAL mode and every write is one ``BEGIN IMMEDIATE`` transaction (record +
+events + deadline together).  ``synchronous=FULL`` is the default: in WAL mode it fsyncs the WAL on each
+commit, so an acknowledged move survives a power loss or OS crash, not only a killed process, at the cost
+of one fsync per move.  ``?synchronous=normal`` trades that for speed (a process crash still loses
+nothing; a power loss may drop the last commits).
+
+All SQLite calls run on one dedicated worker thread per store, so the event loop never blocks on disk.
+Live ``tail`` notifications are in-process: a commit wakes the tails of the same store object, so one
+process should own the file (several store objects on one file stay consistent, they just do not see
+each other's commits live).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Final, TypeVar
+
+from services.session.store.base import (
+    EventsTrimmed,
+    InvalidStoreInput,
+    RoomAlreadyExists,
+    RoomNotFound,
+    RoomRecord,
+    StoredEvent,
+    StoreUnavailable,
+    VersionConflict,
+    check_claim_args,
+    check_commit,
+    check_events,
+    check_list_args,
+    check_read_limit,
+    check_record,
+    check_room_id,
+    check_seq,
+    list_key,
+    parse_page_token,
+)
+
+T = TypeVar("T")
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    # 1: rooms, events, indexes
+    """
+    CREATE TABLE rooms (
+        room_id       TEXT PRIMARY KEY,
+        version       INTEGER NOT NULL,
+        phase         TEXT NOT NULL,
+        mode          TEXT NOT NULL,
+        seats_total   INTEGER NOT NULL,
+        seats_taken   INTEGER NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        data          BLOB NOT NULL,
+        deadline_ms   INTEGER,
+        last_seq      INTEGER NOT NULL DEFAULT 0,
+        due_at_ms     INTEGER,
+        claim_owner   TEXT
+    );
+    CREATE INDEX rooms_due ON rooms (due_at_ms) WHERE due_at_ms IS NOT NULL;
+    CREATE INDEX rooms_by_phase ON rooms (phase, created_at_ms, room_id);
+    CREATE INDEX rooms_by_created ON rooms (created_at_ms, room_id);
+    CREATE TABLE events (
+        room_id   TEXT NOT NULL,
+        seq       INTEGER NOT NULL,
+        audience  TEXT NOT NULL,
+        player_id TEXT NOT NULL,
+        payload   BLOB NOT NULL,
+        PRIMARY KEY (room_id, seq)
+    ) WITHOUT ROWID;
+    """,
+)
+
+_ROOM_COLUMNS: Final = (
+    "room_id, version, phase, mode, seats_total, seats_taken, created_at_ms, updated_at_ms, data, deadline_ms"
+)
+_SYNCHRONOUS_MODES: Final = frozenset({"full", "normal", "extra"})
+_TAIL_BATCH: Final = 500
+
+
+def _record_from_row(row: tuple[object, ...]) -> RoomRecord:
+    room_id, version, phase, mode, seats_total, seats_taken, created, updated, data, deadline = row
+    assert isinstance(room_id, str) and isinstance(phase, str) and isinstance(mode, str)
+    assert isinstance(version, int) and isinstance(seats_total, int) and isinstance(seats_taken, int)
+    assert isinstance(created, int) and isinstance(updated, int) and isinstance(data, bytes)
+    assert deadline is None or isinstance(deadline, int)
+    return RoomRecord(
+        room_id, version, phase, mode, seats_total, seats_taken, created, updated, data, deadline
+    )
+
+
+def _event_rows(room_id: str, events: Sequence[StoredEvent]) -> list[tuple[str, int, str, str, bytes]]:
+    return [(room_id, e.seq, e.audience, e.player_id, e.payload) for e in events]
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+        )
+        (current,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+        if current > len(MIGRATIONS):
+            raise StoreUnavailable(
+                f"database schema version {current} is newer than this program ({len(MIGRATIONS)})"
+            )
+        for version in range(current + 1, len(MIGRATIONS) + 1):
+            # executescript would COMMIT first; run the statements one by one inside our transaction.
+            for statement in MIGRATIONS[version - 1].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class SqliteRoomStore:
+    """A ``RoomStore`` backed by one SQLite database file (see the module docstring for the layout)."""
+
+    def __init__(self, path: str, *, synchronous: str = "full", busy_timeout_ms: int = 5000) -> None:
+        if synchronous.lower() not in _SYNCHRONOUS_MODES:
+            raise InvalidStoreInput(f"synchronous must be one of {sorted(_SYNCHRONOUS_MODES)}")
+        if busy_timeout_ms < 0:
+            raise InvalidStoreInput("busy_timeout_ms must be >= 0")
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-room-store")
+        self._closed = False
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        try:
+            self._conn = self._executor.submit(
+                self._connect, path, synchronous.upper(), busy_timeout_ms / 1000
+            ).result()
+        except sqlite3.Error as exc:
+            self._executor.shutdown(wait=False)
+            raise StoreUnavailable(f"cannot open SQLite store {path!r}: {exc}") from exc
+
+    @staticmethod
+    def _connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
+        # isolation_level=None: we issue BEGIN IMMEDIATE/COMMIT ourselves, so a write takes the lock up
+        # front instead of failing half-way when another connection writes too.
+        conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if str(mode).lower() != "wal":
+                raise StoreUnavailable(f"SQLite refused WAL mode for {path!r} (got {mode!r})")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            _migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # --- plumbing ------------------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        if self._closed:
+            raise StoreUnavailable("the room store is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
+        except sqlite3.OperationalError as exc:  # locked past busy timeout, I/O error, disk full, ...
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in one immediate transaction on the worker thread; roll back on any error."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = body(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    def _notify_from_thread(self, loop: asyncio.AbstractEventLoop, room_id: str) -> None:
+        # Called on the worker thread right after COMMIT, so tails wake even if the committing
+        # coroutine was cancelled while it waited.
+        # RuntimeError: the loop is already closed, nobody is left to wake.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._wake, room_id)
+
+    def _wake(self, room_id: str) -> None:
+        for event in self._waiters.get(room_id, ()):
+            event.set()
+
+    # --- RoomStore -----------------------------------------------------------------------------------
+
+    async def create_room(self, record: RoomRecord, events: Sequence[StoredEvent] = ()) -> None:
+        check_record(record)
+        check_events(events)
+        if events and events[0].seq != 1:
+            raise InvalidStoreInput(f"the first event of a room must have seq 1, got {events[0].seq}")
+        await self._run(self._create_sync, asyncio.get_running_loop(), record, tuple(events))
+
+    def _create_sync(
+        self, loop: asyncio.AbstractEventLoop, record: RoomRecord, events: tuple[StoredEvent, ...]
+    ) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(
+                    f"INSERT INTO rooms ({_ROOM_COLUMNS}, last_seq, due_at_ms)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.room_id,
+                        record.version,
+                        record.phase,
+                        record.mode,
+                        record.seats_total,
+                        record.seats_taken,
+                        record.created_at_ms,
+                        record.updated_at_ms,
+                        record.data,
+                        record.deadline_ms,
+                        events[-1].seq if events else 0,
+                        record.deadline_ms,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise RoomAlreadyExists(record.room_id) from exc
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", _event_rows(record.room_id, events))
+
+        self._write(body)
+        if events:
+            self._notify_from_thread(loop, record.room_id)
+
+    async def load_room(self, room_id: str) -> RoomRecord | None:
+        check_room_id(room_id)
+        return await self._run(self._load_sync, room_id)
+
+    def _load_sync(self, room_id: str) -> RoomRecord | None:
+        row = self._conn.execute(
+            f"SELECT {_ROOM_COLUMNS} FROM rooms WHERE room_id = ?", (room_id,)
+        ).fetchone()
+        return None if row is None else _record_from_row(row)
+
+    async def commit(
+        self, room_id: str, expected_version: int, record: RoomRecord, events: Sequence[StoredEvent]
+    ) -> None:
+        check_commit(room_id, expected_version, record)
+        check_events(events)
+        await self._run(
+            self._commit_sync, asyncio.get_running_loop(), room_id, expected_version, record, tuple(events)
+        )
+
+    def _commit_sync(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        room_id: str,
+        expected_version: int,
+        record: RoomRecord,
+        events: tuple[StoredEvent, ...],
+    ) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT version, created_at_ms, last_seq FROM rooms WHERE room_id = ?", (room_id,)
+            ).fetchone()
+            if row is None:
+                raise RoomNotFound(room_id)
+            version, created_at_ms, last_seq = row
+            if version != expected_version:
+                raise VersionConflict(room_id, expected_version, version)
+            if created_at_ms != record.created_at_ms:
+                raise InvalidStoreInput(f"room {room_id!r}: created_at_ms cannot change")
+            if events and events[0].seq != last_seq + 1:
+                raise InvalidStoreInput(
+                    f"room {room_id!r}: next event seq must be {last_seq + 1}, got {events[0].seq}"
+                )
+            conn.execute(
+                "UPDATE rooms SET version = ?, phase = ?, mode = ?, seats_total = ?, seats_taken = ?,"
+                " updated_at_ms = ?, data = ?, deadline_ms = ?, last_seq = ?,"
+                " due_at_ms = ?, claim_owner = NULL WHERE room_id = ?",
+                (
+                    record.version,
+                    record.phase,
+                    record.mode,
+                    record.seats_total,
+                    record.seats_taken,
+                    record.updated_at_ms,
+                    record.data,
+                    record.deadline_ms,
+                    events[-1].seq if events else last_seq,
+                    record.deadline_ms,
+                    room_id,
+                ),
+            )
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", _event_rows(room_id, events))
+
+        self._write(body)
+        if events:
+            self._notify_from_thread(loop, room_id)
+
+    async def read_events(self, room_id: str, after_seq: int, limit: int = 1000) -> list[StoredEvent]:
+        check_room_id(room_id)
+        check_seq(after_seq)
+        check_read_limit(limit)
+        return await self._run(self._read_events_sync, room_id, after_seq, limit)
+
+    def _read_events_sync(self, room_id: str, after_seq: int, limit: int) -> list[StoredEvent]:
+        rows = self._conn.execute(
+            "SELECT seq, audience, player_id, payload FROM events"
+            " WHERE room_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (room_id, after_seq, limit),
+        ).fetchall()
+        return [StoredEvent(seq, audience, player_id, payload) for seq, audience, player_id, payload in rows]
+
+    async def oldest_event_seq(self, room_id: str) -> int:
+        check_room_id(room_id)
+        oldest, _last = await self._run(self._seq_bounds_sync, room_id)
+        return oldest
+
+    def _seq_bounds_sync(self, room_id: str) -> tuple[int, int]:
+        """(oldest retained seq or last+1, last seq) read in one snapshot."""
+        row = self._conn.execute(
+            "SELECT last_seq, (SELECT MIN(seq) FROM events WHERE room_id = ?) FROM rooms WHERE room_id = ?",
+            (room_id, room_id),
+        ).fetchone()
+        if row is None:
+            raise RoomNotFound(room_id)
+        last_seq, oldest = row
+        return (last_seq + 1 if oldest is None else oldest), last_seq
+
+    async def tail(self, room_id: str, after_seq: int) -> AsyncIterator[StoredEvent]:
+        check_room_id(room_id)
+        check_seq(after_seq)
+        oldest, last_seq = await self._run(self._seq_bounds_sync, room_id)
+        if after_seq > last_seq:
+            raise InvalidStoreInput(
+                f"room {room_id!r}: after_seq {after_seq} is past the last seq {last_seq}"
+            )
+        if after_seq + 1 < oldest:
+            raise EventsTrimmed(room_id, after_seq, oldest)
+        cursor = after_seq
+        while not self._closed:
+            wake = asyncio.Event()
+            # Register before reading, so a commit landing between the read and the wait still wakes us.
+            self._waiters.setdefault(room_id, set()).add(wake)
+            try:
+                batch = await self.read_events(room_id, cursor, _TAIL_BATCH)
+                if not batch:
+                    await wake.wait()
+            finally:
+                waiters = self._waiters.get(room_id)
+                if waiters is not None:
+                    waiters.discard(wake)
+                    if not waiters:
+                        del self._waiters[room_id]
+            for event in batch:
+                if event.seq != cursor + 1:
+                    raise EventsTrimmed(room_id, cursor, event.seq)
+                cursor = event.seq
+                yield event
+
+    async def list_rooms(
+        self, *, phase: str | None, page_size: int, page_token: str
+    ) -> tuple[list[RoomRecord], str]:
+        check_list_args(phase, page_size)
+        after = parse_page_token(page_token)
+        return await self._run(self._list_sync, phase, page_size, after)
+
+    def _list_sync(
+        self, phase: str | None, page_size: int, after: tuple[int, str] | None
+    ) -> tuple[list[RoomRecord], str]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if phase is not None:
+            clauses.append("phase = ?")
+            params.append(phase)
+        if after is not None:
+            clauses.append("(created_at_ms, room_id) > (?, ?)")
+            params.extend(after)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._conn.execute(
+            f"SELECT {_ROOM_COLUMNS} FROM rooms{where} ORDER BY created_at_ms, room_id LIMIT ?",
+            (*params, page_size + 1),
+        ).fetchall()
+        records = [_record_from_row(row) for row in rows[:page_size]]
+        more = len(rows) > page_size
+        next_token = list_key(records[-1].created_at_ms, records[-1].room_id) if more else ""
+        return records, next_token
+
+    async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
+        check_claim_args(owner, lease_ms, limit)
+        return await self._run(self._claim_sync, now_ms, owner, lease_ms, limit)
+
+    def _claim_sync(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
+        def body(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+            due: list[tuple[str, int]] = conn.execute(
+                "SELECT room_id, deadline_ms FROM rooms WHERE due_at_ms <= ?"
+                " ORDER BY due_at_ms, room_id LIMIT ?",
+                (now_ms, limit),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE rooms SET due_at_ms = ?, claim_owner = ? WHERE room_id = ?",
+                [(now_ms + lease_ms, owner, room_id) for room_id, _ in due],
+            )
+            return due
+
+        return self._write(body)
+
+    async def release(self, room_id: str, owner: str) -> None:
+        check_room_id(room_id)
+        await self._run(self._release_sync, room_id, owner)
+
+    def _release_sync(self, room_id: str, owner: str) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE rooms SET due_at_ms = deadline_ms, claim_owner = NULL"
+                " WHERE room_id = ? AND claim_owner = ?",
+                (room_id, owner),
+            )
+
+        self._write(body)
+
+    async def next_deadline_ms(self) -> int | None:
+        return await self._run(self._next_deadline_sync)
+
+    def _next_deadline_sync(self) -> int | None:
+        (earliest,) = self._conn.execute("SELECT MIN(due_at_ms) FROM rooms").fetchone()
+        assert earliest is None or isinstance(earliest, int)
+        return earliest
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for waiters in self._waiters.values():
+            for event in waiters:
+                event.set()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._conn.close)
+        self._executor.shutdown(wait=True)
