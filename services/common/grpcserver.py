@@ -123,8 +123,8 @@ async def serve(
 
     Order on shutdown: health NOT_SERVING for every service, ``server.stop(grace)`` (new calls are
     refused, in-flight calls get ``grace`` seconds), then ``on_shutdown`` (close channels, flush
-    stores). Returns normally so the process can exit 0. Also returns if the server terminates on
-    its own. ``stop`` lets tests and embedding code trigger the same path without a signal.
+    stores). Returns normally so the process can exit 0. ``stop`` lets tests and embedding code
+    trigger the same path without a signal.
     """
     loop = asyncio.get_running_loop()
     stop_requested = stop or asyncio.Event()
@@ -140,13 +140,7 @@ async def serve(
         await server.start()
         await _set_all(health, service_names, health_pb2.HealthCheckResponse.SERVING)
         log.info("server started", services=list(service_names))
-        stop_wait = asyncio.ensure_future(stop_requested.wait())
-        terminated = asyncio.ensure_future(server.wait_for_termination())
-        try:
-            await asyncio.wait({stop_wait, terminated}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop_wait.cancel()
-            terminated.cancel()
+        await stop_requested.wait()
         log.info("shutting down", grace_s=grace)
         # enter_graceful_shutdown marks every known service NOT_SERVING and ignores later sets.
         await health.enter_graceful_shutdown()

@@ -107,4 +107,4 @@ async def channel_to() -> AsyncIterator[Callable[[int], grpc.aio.Channel]]:
 
     yield open_channel
     for channel in channels:
-        await channel.close()
+        await channel.close(None)

@@ -58,7 +58,7 @@ async def unary(request: bytes, context: Context) -> bytes:
         host_port = target.replace("_", ":")
         async with create_channel(host_port) as channel:
             try:
-                answer: bytes = await channel.unary_unary(UNARY)(payload.encode(), timeout=10)
+                answer: bytes = await channel.unary_unary(UNARY, None, None)(payload.encode(), timeout=10)
             except grpc.aio.AioRpcError as e:
                 raise to_service_error(e) from e
             return answer
@@ -95,7 +95,7 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
-def handler() -> grpc.GenericRpcHandler:
+def handler() -> grpc.GenericRpcHandler[Any, Any]:
     """The probe service as a generic handler with bytes serializers."""
     kw: dict[str, Any] = {"request_deserializer": _identity, "response_serializer": _identity}
     return grpc.method_handlers_generic_handler(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import grpc.aio
 import pytest
@@ -102,7 +104,8 @@ def test_service_error_rejects_malformed_fields(kwargs: dict[str, object], probl
 
 
 def _details(e: grpc.aio.AioRpcError) -> status_pb2.Status:
-    blobs = [v for k, v in e.trailing_metadata() if k == STATUS_DETAILS_KEY]
+    trailers: Any = e.trailing_metadata()  # a grpc.aio.Metadata; the stubs type it loosely
+    blobs = [v for k, v in trailers if k == STATUS_DETAILS_KEY]
     assert len(blobs) == 1
     return status_pb2.Status.FromString(blobs[0])
 

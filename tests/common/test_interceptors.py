@@ -169,11 +169,11 @@ async def test_request_scope_feeds_outgoing_calls_from_non_grpc_code(
 ) -> None:
     port, _ = await start_probe()
     async with create_channel(f"127.0.0.1:{port}") as channel:
-        call = channel.unary_unary(probe.UNARY)
+        call = channel.unary_unary(probe.UNARY, None, None)
         with request_scope("ws-123"):
             assert request_id() == "ws-123"
             assert await call(b"whoami") == b"ws-123"
-            streamed = [m async for m in channel.unary_stream(probe.SERVER_STREAM)(b"2")]
+            streamed = [m async for m in channel.unary_stream(probe.SERVER_STREAM, None, None)(b"2")]
             assert streamed == [b"0", b"1"]
         assert request_id() == ""
         # An explicit header wins over the scope's id.
