@@ -17,7 +17,7 @@ of the last room returned (rooms are listed oldest first, ties broken by room id
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -127,7 +127,7 @@ class RoomStore(Protocol):
         """Seq of the oldest retained event (last seq + 1 when none is retained)."""
         ...
 
-    def tail(self, room_id: str, after_seq: int) -> AsyncIterator[StoredEvent]:
+    def tail(self, room_id: str, after_seq: int) -> AsyncGenerator[StoredEvent, None]:
         """Every event with seq > ``after_seq``: the retained ones first, then live ones as committed.
 
         Raises ``EventsTrimmed`` if an event it should deliver is no longer retained.  Ends when the

@@ -25,7 +25,7 @@ use a single primary (with replicas/Sentinel for failover).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -319,7 +319,7 @@ class RedisRoomStore:
         oldest, _last = await self._seq_bounds(room_id)
         return oldest
 
-    async def tail(self, room_id: str, after_seq: int) -> AsyncIterator[StoredEvent]:
+    async def tail(self, room_id: str, after_seq: int) -> AsyncGenerator[StoredEvent, None]:
         check_room_id(room_id)
         check_seq(after_seq)
         oldest, last_seq = await self._seq_bounds(room_id)

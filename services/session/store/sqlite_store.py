@@ -28,7 +28,7 @@ import contextlib
 import functools
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final, TypeVar
 
@@ -144,7 +144,10 @@ class SqliteRoomStore:
             raise InvalidStoreInput("busy_timeout_ms must be >= 0")
         self.path = path
         directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create the directory of SQLite store {path!r}: {exc}") from exc
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-room-store")
         self._closed = False
         self._waiters: dict[str, set[asyncio.Event]] = {}
@@ -343,7 +346,7 @@ class SqliteRoomStore:
         last_seq, oldest = row
         return (last_seq + 1 if oldest is None else oldest), last_seq
 
-    async def tail(self, room_id: str, after_seq: int) -> AsyncIterator[StoredEvent]:
+    async def tail(self, room_id: str, after_seq: int) -> AsyncGenerator[StoredEvent, None]:
         check_room_id(room_id)
         check_seq(after_seq)
         oldest, last_seq = await self._run(self._seq_bounds_sync, room_id)

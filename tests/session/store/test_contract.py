@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import pytest
 
@@ -47,7 +47,9 @@ def room(
     )
 
 
-def event(seq: int, payload: bytes | None = None, *, audience: str = "all", player_id: str = "") -> StoredEvent:
+def event(
+    seq: int, payload: bytes | None = None, *, audience: str = "all", player_id: str = ""
+) -> StoredEvent:
     return StoredEvent(seq, audience, player_id, payload if payload is not None else f"e{seq}".encode())
 
 
@@ -59,7 +61,9 @@ def bump(record: RoomRecord, **changes: object) -> RoomRecord:
 
 async def commit_events(store: RoomStore, record: RoomRecord, first_seq: int, count: int) -> RoomRecord:
     new = bump(record)
-    await store.commit(record.room_id, record.version, new, [event(s) for s in range(first_seq, first_seq + count)])
+    await store.commit(
+        record.room_id, record.version, new, [event(s) for s in range(first_seq, first_seq + count)]
+    )
     return new
 
 
@@ -93,7 +97,11 @@ async def test_commit_replaces_record_and_appends_events(store: RoomStore) -> No
     first = room()
     await store.create_room(first)
     second = bump(first, phase="playing", data=b"v2", deadline_ms=1_700_000_050_000, seats_taken=3)
-    events = [event(1), event(2, audience="except", player_id="p2"), event(3, audience="only", player_id="p2")]
+    events = [
+        event(1),
+        event(2, audience="except", player_id="p2"),
+        event(3, audience="only", player_id="p2"),
+    ]
     await store.commit("room-1", 1, second, events)
     assert await store.load_room("room-1") == second
     assert await store.read_events("room-1", 0) == events
@@ -157,7 +165,9 @@ async def test_concurrent_commits_on_one_version_exactly_one_wins(
         candidate_a = bump(current, data=f"a{round_no}".encode())
         candidate_b = bump(current, data=f"b{round_no}".encode())
         outcomes = await asyncio.gather(
-            writer_a.commit("room-1", current.version, candidate_a, [event(next_seq, b"a"), event(next_seq + 1)]),
+            writer_a.commit(
+                "room-1", current.version, candidate_a, [event(next_seq, b"a"), event(next_seq + 1)]
+            ),
             writer_b.commit("room-1", current.version, candidate_b, [event(next_seq, b"b")]),
             return_exceptions=True,
         )
@@ -200,7 +210,7 @@ async def test_oldest_event_seq_of_a_room_without_events(store: RoomStore) -> No
         await store.oldest_event_seq("missing")
 
 
-async def collect(source: AsyncIterator[StoredEvent], queue: asyncio.Queue[StoredEvent]) -> None:
+async def collect(source: AsyncGenerator[StoredEvent, None], queue: asyncio.Queue[StoredEvent]) -> None:
     async with contextlib.aclosing(source):
         async for item in source:
             await queue.put(item)
@@ -322,7 +332,7 @@ async def test_racing_replicas_claim_every_deadline_exactly_once(backend: Backen
         for room_id in room_ids:
             await replicas[round_no % 2].create_room(room(room_id, deadline_ms=now - rng.randrange(0, 500)))
 
-        async def drain(replica: RoomStore, owner: str) -> list[str]:
+        async def drain(replica: RoomStore, owner: str, now: int) -> list[str]:
             mine: list[str] = []
             while batch := await replica.claim_due(now, owner, 60_000, rng.randint(1, 3)):
                 mine.extend(room_id for room_id, _ in batch)
@@ -330,7 +340,11 @@ async def test_racing_replicas_claim_every_deadline_exactly_once(backend: Backen
 
         # Three competing claimers per replica, on two store instances (two connections / replicas).
         results = await asyncio.gather(
-            *(drain(replica, f"owner-{index}-{task}") for index, replica in enumerate(replicas) for task in range(3))
+            *(
+                drain(replica, f"owner-{index}-{task}", now)
+                for index, replica in enumerate(replicas)
+                for task in range(3)
+            )
         )
         claimed = [room_id for result in results for room_id in result]
         assert sorted(claimed) == sorted(room_ids), f"round {round_no}: {results}"

@@ -1,0 +1,130 @@
+"""Redis-only behaviour: bounded event streams, typed unavailability, key layout, URL options."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+import redis.asyncio as aioredis
+
+from services.session.store import (
+    EventsTrimmed,
+    InvalidStoreInput,
+    RedisRoomStore,
+    StoredEvent,
+    StoreUnavailable,
+    open_store,
+)
+
+from .conftest import REDIS_URL
+from .test_contract import bump, event, room
+
+
+async def test_trimmed_streams_report_the_oldest_seq_and_refuse_old_gaps(redis_prefix: str) -> None:
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}&maxlen=10")
+    try:
+        record = room()
+        await store.create_room(record)
+        # XADD MAXLEN ~ trims whole stream nodes (100 entries by default), so write well past that.
+        for first in range(1, 401, 4):
+            new = bump(record)
+            await store.commit("room-1", record.version, new, [event(s) for s in range(first, first + 4)])
+            record = new
+        oldest = await store.oldest_event_seq("room-1")
+        assert 1 < oldest <= 391
+        retained = await store.read_events("room-1", 0, limit=10_000)
+        assert [e.seq for e in retained] == list(range(oldest, 401))
+        with pytest.raises(EventsTrimmed) as raised:
+            await anext(store.tail("room-1", oldest - 2))
+        assert raised.value.oldest_seq == oldest
+        tail = store.tail("room-1", oldest - 1)
+        async with contextlib.aclosing(tail):
+            assert (await anext(tail)).seq == oldest
+        # The seq keeps counting across trimming.
+        await store.commit("room-1", record.version, bump(record), [event(401)])
+        assert (await store.read_events("room-1", 400)) == [event(401)]
+    finally:
+        await store.close()
+
+
+async def test_connection_errors_are_store_unavailable() -> None:
+    # Nothing listens on port 1: every call must fail fast with the typed error, not a redis exception.
+    store = open_store("redis://127.0.0.1:1/0?prefix=unreachable:")
+    try:
+        with pytest.raises(StoreUnavailable):
+            await store.load_room("room-1")
+        with pytest.raises(StoreUnavailable):
+            await store.commit("room-1", 1, bump(room()), [])
+        with pytest.raises(StoreUnavailable):
+            await store.claim_due(0, "A", 1_000, 1)
+        with pytest.raises(StoreUnavailable):
+            await anext(store.tail("room-1", 0))
+    finally:
+        await store.close()
+
+
+async def test_all_keys_live_under_the_prefix(redis_prefix: str) -> None:
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}")
+    try:
+        first = room(deadline_ms=1_000)
+        await store.create_room(first, [event(1, audience="only", player_id="p1")])
+        await store.commit("room-1", 1, bump(first, phase="playing"), [event(2)])
+        await store.claim_due(1_000, "A", 5_000, 1)
+    finally:
+        await store.close()
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        keys = sorted([key.decode() async for key in client.scan_iter(match=f"{redis_prefix}*")])
+        entries = await client.xrange(f"{redis_prefix}events:room-1")
+    finally:
+        await client.aclose()
+    assert [key.removeprefix(redis_prefix) for key in keys] == [
+        "claims",
+        "deadline",
+        "due",
+        "events:room-1",
+        "room:room-1",
+        "rooms:all",
+        "rooms:phase:playing",
+    ]
+    assert entries == [
+        (b"1-0", {b"a": b"only", b"p": b"p1", b"d": b"e1"}),
+        (b"2-0", {b"a": b"all", b"p": b"", b"d": b"e2"}),
+    ]
+
+
+async def test_tail_on_a_replica_sees_a_commit_made_while_it_blocks(redis_prefix: str) -> None:
+    reader_name = f"{redis_prefix.replace(':', '-')}reader"
+    writer = open_store(f"{REDIS_URL}?prefix={redis_prefix}")
+    reader = open_store(f"{REDIS_URL}?prefix={redis_prefix}&client_name={reader_name}")
+    observer = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        await writer.create_room(room())
+        tail = reader.tail("room-1", 0)
+        async with contextlib.aclosing(tail):
+            pending = asyncio.ensure_future(anext(tail))
+            await asyncio.wait_for(blocked_in_xread(observer, reader_name), timeout=20)
+            assert not pending.done()
+            await writer.commit("room-1", 1, bump(room()), [StoredEvent(1, "all", "", b"x")])
+            assert await asyncio.wait_for(pending, timeout=20) == StoredEvent(1, "all", "", b"x")
+    finally:
+        await writer.close()
+        await reader.close()
+        await observer.aclose()
+
+
+async def blocked_in_xread(observer: aioredis.Redis, client_name: str) -> None:
+    """Wait until the named connection is blocked in XREAD (seen from CLIENT LIST)."""
+    while True:
+        clients = await observer.client_list()
+        if any(c["name"] == client_name and c["cmd"] == "xread" and "b" in c["flags"] for c in clients):
+            return
+        await asyncio.sleep(0.01)
+
+
+def test_bad_redis_options_are_refused() -> None:
+    with pytest.raises(InvalidStoreInput):
+        RedisRoomStore.from_url(f"{REDIS_URL}?maxlen=lots")
+    with pytest.raises(InvalidStoreInput):
+        RedisRoomStore.from_url(f"{REDIS_URL}?maxlen=0")
