@@ -23,6 +23,7 @@ UNARY = f"/{SERVICE}/Unary"
 SERVER_STREAM = f"/{SERVICE}/ServerStream"
 BIDI = f"/{SERVICE}/Bidi"
 SLOW = f"/{SERVICE}/Slow"
+COUNT = f"/{SERVICE}/Count"
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -84,6 +85,14 @@ async def bidi(requests: AsyncIterable[bytes], context: Context) -> AsyncIterato
         yield message.upper()
 
 
+async def count(requests: AsyncIterable[bytes], context: Context) -> bytes:
+    total = 0
+    async for _ in requests:
+        total += 1
+    bind_rpc_fields(messages=total)
+    return str(total).encode()
+
+
 async def slow(request: bytes, context: Context) -> AsyncIterator[bytes]:
     # Keeps a call in flight across a shutdown: "started" first, "done" a moment later.
     yield b"started"
@@ -105,5 +114,6 @@ def handler() -> grpc.GenericRpcHandler[Any, Any]:
             "ServerStream": grpc.unary_stream_rpc_method_handler(server_stream, **kw),
             "Bidi": grpc.stream_stream_rpc_method_handler(bidi, **kw),
             "Slow": grpc.unary_stream_rpc_method_handler(slow, **kw),
+            "Count": grpc.stream_unary_rpc_method_handler(count, **kw),
         },
     )

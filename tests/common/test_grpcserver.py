@@ -75,7 +75,7 @@ async def test_serve_reports_serving_then_not_serving_and_finishes_in_flight_cal
     serving = asyncio.create_task(
         serve(server, health, grace=10.0, service_names=[probe.SERVICE], on_shutdown=on_shutdown, stop=stop)
     )
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+    async with asyncio.timeout(60), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         health_stub = health_pb2_grpc.HealthStub(channel)
         for name in ("", probe.SERVICE):
             reply = await health_stub.Check(health_pb2.HealthCheckRequest(service=name), wait_for_ready=True)
@@ -128,7 +128,7 @@ async def test_sigterm_stops_a_serving_process_gracefully_with_exit_code_0() -> 
                 )
                 assert check.status == SERVING
                 assert (await watch.read()).status == SERVING
-                slow = channel.unary_stream(probe.SLOW, None, None)(b"0.3")
+                slow = channel.unary_stream(probe.SLOW, None, None)(b"1.0")
                 assert await slow.read() == b"started"
 
                 process.send_signal(signal.SIGTERM)

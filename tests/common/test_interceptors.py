@@ -91,6 +91,10 @@ async def test_streaming_calls_get_one_line_each_at_the_end(
     line = await logs.rpc_line(probe.BIDI)
     assert (line["code"], line["request_id"]) == ("OK", "bidi-1")
 
+    assert await channel.stream_unary(probe.COUNT)(iter([b"x"] * 4)) == b"4"
+    line = await logs.rpc_line(probe.COUNT)
+    assert (line["code"], line["messages"]) == ("OK", 4)
+
 
 async def test_cancelled_stream_is_logged_as_cancelled(
     start_probe: StartProbe, channel_to, logs: LogCapture
