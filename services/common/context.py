@@ -3,7 +3,8 @@
 Two pieces of state follow a request through ``asyncio`` tasks via :mod:`contextvars`:
 
 * the request id (``x-request-id``), which client interceptors forward to the next hop and
-  which structlog adds to every log line, and
+  which structlog adds to every log line,
+* the caller's ``accept-language``, forwarded likewise so every hop answers in one language, and
 * the fields a handler wants on its *canonical* log line (``bind_rpc_fields``).
 
 gRPC handlers get both from :class:`services.common.interceptors.CanonicalLogInterceptor`.
@@ -22,12 +23,14 @@ from contextvars import ContextVar
 import structlog
 
 REQUEST_ID_HEADER = "x-request-id"
+ACCEPT_LANGUAGE_HEADER = "accept-language"
 
 # Ids from clients end up in logs and in downstream metadata: accept only short, plain tokens so a
 # client cannot inject newlines or megabytes into either.
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 _request_id: ContextVar[str] = ContextVar("ninetynine_request_id", default="")
+_accept_language: ContextVar[str] = ContextVar("ninetynine_accept_language", default="")
 _rpc_fields: ContextVar[dict[str, object] | None] = ContextVar("ninetynine_rpc_fields", default=None)
 
 
@@ -50,6 +53,11 @@ def request_id() -> str:
     return _request_id.get()
 
 
+def accept_language() -> str:
+    """The ``accept-language`` of the request being served (``""`` when none), for forwarding."""
+    return _accept_language.get()
+
+
 def bind_rpc_fields(**fields: object) -> None:
     """Add fields (mode, seq, room_id, player_id, reason...) to the current RPC's canonical log line.
 
@@ -68,8 +76,12 @@ def rpc_fields() -> dict[str, object]:
 
 
 @contextmanager
-def request_scope(request_id: str | None = None, **log_context: object) -> Iterator[dict[str, object]]:
+def request_scope(
+    request_id: str | None = None, *, accept_language: str | bytes | None = None, **log_context: object
+) -> Iterator[dict[str, object]]:
     """Run a block as one request: bind its id (generated when absent) for logs and outgoing calls.
+
+    ``accept_language`` (the caller's header, if any) is forwarded on outgoing calls too.
 
     Yields the dict that collects :func:`bind_rpc_fields` values for the block. Extra keyword
     arguments are bound into structlog's contextvars for the block's log lines (e.g. ``method``).
@@ -77,7 +89,10 @@ def request_scope(request_id: str | None = None, **log_context: object) -> Itera
     """
     rid = sanitize_request_id(request_id)
     fields: dict[str, object] = {}
+    if isinstance(accept_language, bytes):
+        accept_language = accept_language.decode("ascii", "replace")
     rid_token = _request_id.set(rid)
+    lang_token = _accept_language.set((accept_language or "")[:256])
     fields_token = _rpc_fields.set(fields)
     log_tokens = structlog.contextvars.bind_contextvars(request_id=rid, **log_context)
     try:
@@ -85,4 +100,5 @@ def request_scope(request_id: str | None = None, **log_context: object) -> Itera
     finally:
         structlog.contextvars.reset_contextvars(**log_tokens)
         _rpc_fields.reset(fields_token)
+        _accept_language.reset(lang_token)
         _request_id.reset(rid_token)

@@ -102,6 +102,7 @@ def create_server(
         raise RuntimeError(f"cannot listen on {address}: {exc}") from exc
     if port == 0:  # older grpc versions report a failed bind this way
         raise RuntimeError(f"cannot listen on {address}")
+    log.info("grpc server bound", address=address, port=port)
     return server, port, health
 
 

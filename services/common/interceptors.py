@@ -20,7 +20,8 @@ builds a histogram with matching labels.
 
 Client side, :func:`request_id_interceptors` (installed by
 :func:`services.common.grpcclient.create_channel`) copies the current request id into outgoing
-metadata, so gateway → session → engine share one id.
+metadata, so gateway → session → engine share one id, and forwards the caller's
+``accept-language`` so downstream refusals come back in the caller's language.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ import grpc.aio
 from prometheus_client import Histogram
 
 from services.common.context import (
+    ACCEPT_LANGUAGE_HEADER,
     REQUEST_ID_HEADER,
+    accept_language,
     bind_rpc_fields,
     request_id,
     request_scope,
@@ -91,6 +94,7 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             if actual != expected:
                 raise ValueError(f"rpc_histogram labels must be {expected}, got {actual}")
         self._log = get_logger(f"{service}.rpc")
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
 
     async def intercept_service(
         self,
@@ -101,7 +105,15 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
         if handler is None:  # unknown method: grpc answers UNIMPLEMENTED itself
             return handler
         method: str = handler_call_details.method
-        incoming = _header(handler_call_details.invocation_metadata, REQUEST_ID_HEADER)
+        # Wrappers read everything per call from the context, so one wrapper per method suffices.
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
         kw = {
             "request_deserializer": handler.request_deserializer,
             "response_serializer": handler.response_serializer,
@@ -111,9 +123,7 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             inner_uu = cast(Behavior, handler.unary_unary)
 
             async def unary_unary(request: Any, context: AnyContext) -> Any:
-                return await self._observe(
-                    method, incoming, context, lambda: _call(inner_uu, request, context)
-                )
+                return await self._observe(method, context, lambda: _call(inner_uu, request, context))
 
             return grpc.unary_unary_rpc_method_handler(unary_unary, **kw)
 
@@ -121,9 +131,7 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             inner_us = cast(Behavior, handler.unary_stream)
 
             async def unary_stream(request: Any, context: AnyContext) -> None:
-                await self._observe(
-                    method, incoming, context, lambda: _stream_out(inner_us(request, context), context)
-                )
+                await self._observe(method, context, lambda: _stream_out(inner_us(request, context), context))
 
             return grpc.unary_stream_rpc_method_handler(unary_stream, **kw)
 
@@ -131,30 +139,22 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             inner_su = cast(Behavior, handler.stream_unary)
 
             async def stream_unary(requests: AsyncIterable[Any], context: AnyContext) -> Any:
-                return await self._observe(
-                    method, incoming, context, lambda: _call(inner_su, requests, context)
-                )
+                return await self._observe(method, context, lambda: _call(inner_su, requests, context))
 
             return grpc.stream_unary_rpc_method_handler(stream_unary, **kw)
 
         inner_ss = cast(Behavior, handler.stream_stream)
 
         async def stream_stream(requests: AsyncIterable[Any], context: AnyContext) -> None:
-            await self._observe(
-                method, incoming, context, lambda: _stream_out(inner_ss(requests, context), context)
-            )
+            await self._observe(method, context, lambda: _stream_out(inner_ss(requests, context), context))
 
         return grpc.stream_stream_rpc_method_handler(stream_stream, **kw)
 
-    async def _observe(
-        self,
-        method: str,
-        incoming_request_id: str | bytes | None,
-        context: AnyContext,
-        body: Callable[[], Awaitable[T]],
-    ) -> T:
-        rid = sanitize_request_id(incoming_request_id)
-        with request_scope(rid, method=method) as fields:
+    async def _observe(self, method: str, context: AnyContext, body: Callable[[], Awaitable[T]]) -> T:
+        metadata = context.invocation_metadata()
+        rid = sanitize_request_id(_header(metadata, REQUEST_ID_HEADER))
+        language = _header(metadata, ACCEPT_LANGUAGE_HEADER)
+        with request_scope(rid, accept_language=language, method=method) as fields:
             started = time.perf_counter()
             code = grpc.StatusCode.UNKNOWN
             failure: BaseException | None = None
@@ -234,36 +234,40 @@ def _header(metadata: Iterable[tuple[str, str | bytes]] | None, name: str) -> st
 
 
 def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-    rid = request_id()
     pairs: list[tuple[str, str | bytes]] = list(details.metadata or ())
-    if not rid or any(key == REQUEST_ID_HEADER for key, _ in pairs):
+    present = {key for key, _ in pairs}
+    added = [
+        (header, value)
+        for header, value in ((REQUEST_ID_HEADER, request_id()), (ACCEPT_LANGUAGE_HEADER, accept_language()))
+        if value and header not in present
+    ]
+    if not added:
         return details
-    pairs.append((REQUEST_ID_HEADER, rid))
     return grpc.aio.ClientCallDetails(
         details.method,
         details.timeout,
-        grpc.aio.Metadata(*pairs),
+        grpc.aio.Metadata(*pairs, *added),
         details.credentials,
         details.wait_for_ready,
     )
 
 
 class RequestIdUnaryUnaryInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
-    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+    """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(_with_request_id(client_call_details), request)
 
 
 class RequestIdUnaryStreamInterceptor(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
-    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+    """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(_with_request_id(client_call_details), request)
 
 
 class RequestIdStreamUnaryInterceptor(grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[type-arg]
-    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+    """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
     async def intercept_stream_unary(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
@@ -272,7 +276,7 @@ class RequestIdStreamUnaryInterceptor(grpc.aio.StreamUnaryClientInterceptor):  #
 
 
 class RequestIdStreamStreamInterceptor(grpc.aio.StreamStreamClientInterceptor):  # type: ignore[type-arg]
-    """Adds the current request id (if any, and if the call has none) as ``x-request-id``."""
+    """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
     async def intercept_stream_stream(
         self, continuation: Any, client_call_details: Any, request_iterator: Any

@@ -172,13 +172,32 @@ async def test_downstream_rule_error_propagates_through_a_second_hop_with_both_l
     for lang, text in (("en", "That card is not in your hand"), ("ko", "손에 없는 카드예요")):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call(f"relay:127.0.0.1_{back}:not-in-hand".encode(), metadata=(("accept-language", lang),))
-        # The front server asked the back one in Korean (no accept-language forwarded) yet answers
-        # in the caller's language: to_service_error rebuilt both texts from the rule reason.
+        # to_service_error rebuilds both texts from the rule reason, so the front server can answer
+        # in the caller's language whatever language the back server used.
         assert caught.value.code() is grpc.StatusCode.FAILED_PRECONDITION
         assert caught.value.details() == text
         info = error_info(caught.value)
         assert info is not None and info.reason == "CARD_NOT_IN_HAND"
         assert dict(info.metadata) == {"cardId": "NOPE"}
+
+
+async def test_callers_language_is_forwarded_to_the_next_hop(
+    start_probe: StartProbe, channel_to, logs: LogCapture
+) -> None:
+    front, _ = await start_probe()
+    back, _ = await start_probe()
+    call = channel_to(front).unary_unary(probe.UNARY)
+    # ROOM_NOT_FOUND is not a rule reason: only the back server's own text can be relayed, so it
+    # must have answered in the caller's language.
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(
+            f"relay:127.0.0.1_{back}:raise-service-error".encode(), metadata=(("accept-language", "en"),)
+        )
+    assert caught.value.code() is grpc.StatusCode.NOT_FOUND
+    assert caught.value.details() == "Room not found"
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(f"relay:127.0.0.1_{back}:raise-service-error".encode())
+    assert caught.value.details() == "방을 찾을 수 없어요"
 
 
 async def test_errors_without_error_info_keep_their_code(start_probe: StartProbe, channel_to) -> None:
