@@ -1,0 +1,255 @@
+"""The session gRPC service: ``ninetynine.session.v1.SessionService`` over :class:`RoomService`.
+
+Run it with ``ninety-nine session --port 50052 --engine localhost:50051
+--store sqlite:///data/rooms.db --metrics-port 9102``. Several replicas may share one
+``--store redis://...``; deadlines are then claimed by exactly one of them.
+
+On SIGTERM: health NOT_SERVING, new calls refused, in-flight moves finish within the grace
+period (each move is one atomic commit, so nothing is ever half-written), the deadline
+scheduler stops, then the store and the engine channel close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, NoReturn
+
+import grpc
+import grpc.aio
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from services.common.config import add_env_argument
+from services.common.context import bind_rpc_fields
+from services.common.errors import ServiceError, abort, lang_from_metadata
+from services.common.grpcserver import HealthServicer, create_server, serve
+from services.common.interceptors import CanonicalLogInterceptor
+from services.common.logging import configure_logging, get_logger
+from services.common.metrics import rpc_histogram, start_metrics_server
+from services.engine.client import EngineClient
+from services.session.service import RoomService, SessionMetrics
+from services.session.store import InvalidStoreInput, open_store
+
+SESSION_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["SessionService"].full_name
+log = get_logger(__name__)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class SessionServicer(pb_grpc.SessionServiceServicer):
+    """Thin transport layer: authentication and rules live in :class:`RoomService`."""
+
+    def __init__(self, rooms: RoomService) -> None:
+        self.rooms = rooms
+
+    async def _refuse(self, context: Context, err: ServiceError) -> NoReturn:
+        self.rooms.metrics.refusals.labels(err.reason).inc()
+        await abort(context, err)
+
+    async def CreateRoom(self, request: pb.CreateRoomRequest, context: Context) -> pb.CreateRoomResponse:
+        try:
+            response = await self.rooms.create_room(request.name, request.options, request.max_seats)
+        except ServiceError as err:
+            await self._refuse(context, err)
+        bind_rpc_fields(room_id=response.room.room_id, player_id=response.player_id)
+        return response
+
+    async def JoinRoom(self, request: pb.JoinRoomRequest, context: Context) -> pb.JoinRoomResponse:
+        bind_rpc_fields(room_id=request.room_id[:16])
+        try:
+            response = await self.rooms.join_room(request.room_id, request.name)
+        except ServiceError as err:
+            await self._refuse(context, err)
+        bind_rpc_fields(player_id=response.player_id)
+        return response
+
+    async def Spectate(self, request: pb.SpectateRequest, context: Context) -> pb.SpectateResponse:
+        bind_rpc_fields(room_id=request.room_id[:16])
+        try:
+            return await self.rooms.spectate(request.room_id)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def LeaveRoom(self, request: pb.LeaveRoomRequest, context: Context) -> pb.LeaveRoomResponse:
+        try:
+            return await self.rooms.leave_room(request.token)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def StartGame(self, request: pb.StartGameRequest, context: Context) -> pb.StartGameResponse:
+        try:
+            response = await self.rooms.start_game(request.token)
+        except ServiceError as err:
+            await self._refuse(context, err)
+        bind_rpc_fields(room_id=response.room.room_id)
+        return response
+
+    async def AddBot(self, request: pb.AddBotRequest, context: Context) -> pb.AddBotResponse:
+        try:
+            return await self.rooms.add_bot(request.token, request.name)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def GetRoom(self, request: pb.GetRoomRequest, context: Context) -> pb.GetRoomResponse:
+        try:
+            return await self.rooms.get_room(request.room_id)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def ListRooms(self, request: pb.ListRoomsRequest, context: Context) -> pb.ListRoomsResponse:
+        try:
+            return await self.rooms.list_rooms(request.page_size, request.page_token)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
+        bind_rpc_fields(room_id=request.token.partition(".")[0][:16], client_seq=request.client_seq)
+        try:
+            response = await self.rooms.play(request.token, request.client_seq, request.action)
+        except ServiceError as err:
+            await self._refuse(context, err)
+        bind_rpc_fields(seq=response.seq, duplicate=response.duplicate)
+        return response
+
+    async def GetView(self, request: pb.GetViewRequest, context: Context) -> pb.GetViewResponse:
+        try:
+            return await self.rooms.get_view(request.token, lang_from_metadata(context.invocation_metadata()))
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def Subscribe(
+        self, request: pb.SubscribeRequest, context: Context
+    ) -> AsyncIterator[pb.SubscribeResponse]:
+        bind_rpc_fields(room_id=request.token.partition(".")[0][:16], after_seq=request.after_seq)
+        lang = lang_from_metadata(context.invocation_metadata())
+        try:
+            async for item in self.rooms.subscribe(request.token, request.after_seq, lang):
+                yield item
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def GetResult(self, request: pb.GetResultRequest, context: Context) -> pb.GetResultResponse:
+        try:
+            return await self.rooms.get_result(request.room_id)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+    async def GetReplay(self, request: pb.GetReplayRequest, context: Context) -> pb.GetReplayResponse:
+        try:
+            return await self.rooms.get_replay(request.room_id)
+        except ServiceError as err:
+            await self._refuse(context, err)
+
+
+def create_session_server(
+    address: str,
+    *,
+    engine_target: str,
+    store_url: str,
+    bot_think_ms: int = 700,
+    engine_timeout: float = 1.0,
+    time_scale: float = 1.0,
+    registry: CollectorRegistry = REGISTRY,
+    metrics: SessionMetrics | None = None,
+) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
+    """A ready-to-start session server (port 0 picks one) and its :class:`RoomService`.
+
+    Start ``RoomService.run_scheduler()`` next to the server so deadlines fire; call inside
+    the event loop that will run it.
+    """
+    store = open_store(store_url)
+    engine = EngineClient(engine_target, timeout=engine_timeout)
+    kind = "redis" if store_url.startswith(("redis", "unix")) else "sqlite"
+    room_service = RoomService(
+        store,
+        engine,
+        store_kind=kind,
+        bot_think_ms=bot_think_ms,
+        metrics=metrics or SessionMetrics(registry),
+        time_scale=time_scale,
+    )
+    interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
+    server, port, health = create_server(
+        address, service_names=[SESSION_SERVICE_NAME], interceptors=[interceptor]
+    )
+    pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(room_service), server)
+    return server, port, health, room_service
+
+
+async def close_room_service(room_service: RoomService) -> None:
+    await room_service.stop()
+    await room_service.store.close()
+    await room_service.engine.close()
+
+
+async def serve_session(args: argparse.Namespace) -> None:
+    metrics_port = start_metrics_server(args.metrics_port, args.host)
+    server, port, health, room_service = create_session_server(
+        f"{args.host}:{args.port}",
+        engine_target=args.engine,
+        store_url=args.store,
+        bot_think_ms=args.bot_think_ms,
+        time_scale=args.turn_time_scale,
+    )
+    log.info(
+        "session listening",
+        host=args.host,
+        port=port,
+        metrics_port=metrics_port,
+        store=args.store.split("?")[0],
+    )
+    scheduler = asyncio.create_task(room_service.run_scheduler())
+
+    async def on_shutdown() -> None:
+        await close_room_service(room_service)
+        scheduler.cancel()
+
+    await serve(
+        server, health, grace=args.grace, service_names=[SESSION_SERVICE_NAME], on_shutdown=on_shutdown
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    configure_logging("session", level=args.log_level)
+    try:
+        asyncio.run(serve_session(args))
+    except InvalidStoreInput as exc:
+        log.error("bad --store", error=str(exc))
+        return 2
+    except (RuntimeError, OSError) as exc:
+        log.error("session failed to start", error=str(exc))
+        return 1
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        "session",
+        help="run the session gRPC service",
+        description="Serve ninetynine.session.v1.SessionService: rooms, seats, deadlines, reconnects. "
+        "Every flag can also come from the environment.",
+    )
+    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
+    add_env_argument(parser, "--port", type=int, default=50052, help="gRPC port (0 picks a free one)")
+    add_env_argument(parser, "--engine", default="localhost:50051", help="engine service address")
+    add_env_argument(
+        parser,
+        "--store",
+        default="sqlite:///data/rooms.db",
+        help="sqlite:///path/rooms.db or redis://host:port/db",
+    )
+    add_env_argument(
+        parser, "--metrics-port", type=int, default=9102, help="Prometheus /metrics port (0 picks a free one)"
+    )
+    add_env_argument(
+        parser, "--bot-think-ms", type=int, default=700, help="how long a bot waits before playing"
+    )
+    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
+    add_env_argument(
+        parser, "--grace", type=float, default=10.0, help="seconds in-flight calls get on SIGTERM"
+    )
+    parser.set_defaults(handler=run_command)
+    return parser

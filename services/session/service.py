@@ -1,0 +1,844 @@
+"""The session service's logic: rooms, seats, moves, deadlines, bots and subscriptions.
+
+Every change to a room goes through :meth:`RoomService._mutate`: under the room's lock it
+loads the document, lets a step function change it (calling the engine where a move is
+involved), numbers the new events, recomputes the turn deadline and commits record +
+events + deadline in one compare-and-set. Only then is anything acknowledged, so a crash
+can never leave a move half-written; a lost race with another replica (``VersionConflict``)
+simply reloads and runs the step again (``client_seq`` keeps that idempotent).
+
+Deadlines live in the store. :meth:`RoomService.run_scheduler` sleeps until the earliest
+one, claims due rooms (exactly one replica wins each claim) and fires them: a bot's turn
+plays the bot's move, a human's turn plays the engine's §8.5 timeout move. Views are a pure
+projection of the stored state, computed here with the rules' observer instead of one
+engine round trip per viewer per move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import Counter, OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import grpc
+from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
+from ninetynine.session.v1 import session_service_pb2 as pb
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge, Histogram
+from prometheus_client import Counter as PromCounter
+
+from services.common.errors import Lang, ServiceError, from_rule_error
+from services.common.logging import get_logger
+from services.common.metrics import LATENCY_BUCKETS
+from services.engine.client import EngineClient
+from services.engine.convert import (
+    action_to_proto,
+    options_from_proto,
+    result_into,
+    state_from_proto,
+    view_into,
+)
+from services.engine.rules import GameState, RuleError, check_replayable, game_result, player_view
+from services.session import rooms
+from services.session.bots import bot_action
+from services.session.errors import DOMAIN, session_error
+from services.session.store.base import (
+    EventsTrimmed,
+    InvalidStoreInput,
+    RoomAlreadyExists,
+    RoomRecord,
+    RoomStore,
+    StoredEvent,
+    StoreUnavailable,
+    VersionConflict,
+)
+
+log = get_logger(__name__)
+
+DEFAULT_TURN_SECONDS = 15
+SHORT_TURN_SECONDS = 3  # after 3 timeouts in a row, and for players who left (spec §8.5)
+TIMEOUTS_BEFORE_SHORT = 3
+MAX_COMMIT_ATTEMPTS = 5
+ENGINE_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+_AUDIENCE = {
+    events_pb2.AUDIENCE_ALL: "all",
+    events_pb2.AUDIENCE_ONLY: "only",
+    events_pb2.AUDIENCE_EXCEPT: "except",
+}
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SessionMetrics:
+    """``ninetynine_session_*`` metrics (docs/operations.md lists them)."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.move_duration = Histogram(
+            "ninetynine_session_move_duration_seconds",
+            "Move latency through the session: received -> durable, and received -> fanned out.",
+            ["mode", "source", "stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.deadline_lateness = Histogram(
+            "ninetynine_session_deadline_lateness_seconds",
+            "Turn deadline due -> timeout move durable.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.rooms = Gauge(
+            "ninetynine_session_rooms",
+            "Rooms this replica has touched, by phase.",
+            ["phase"],
+            registry=registry,
+        )
+        self.subscribers = Gauge(
+            "ninetynine_session_subscribers", "Open Subscribe streams on this replica.", registry=registry
+        )
+        self.timeouts = PromCounter(
+            "ninetynine_session_timeouts_total",
+            "Moves played by the timeout policy.",
+            ["mode"],
+            registry=registry,
+        )
+        self.eliminations = PromCounter(
+            "ninetynine_session_eliminations_total", "Players eliminated.", ["mode"], registry=registry
+        )
+        self.refusals = PromCounter(
+            "ninetynine_session_refusals_total", "Requests refused, by reason.", ["reason"], registry=registry
+        )
+        self.engine_calls = Histogram(
+            "ninetynine_session_engine_call_duration_seconds",
+            "Engine RPC latency seen by the session.",
+            ["method", "code"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.engine_errors = PromCounter(
+            "ninetynine_session_engine_errors_total",
+            "Engine calls that failed for lack of an engine (not rule refusals).",
+            ["code"],
+            registry=registry,
+        )
+        self.store_errors = PromCounter(
+            "ninetynine_session_store_errors_total",
+            "Store operations that failed.",
+            ["store", "op"],
+            registry=registry,
+        )
+        self.bot_moves = PromCounter(
+            "ninetynine_session_bot_moves_total", "Moves played by bots.", registry=registry
+        )
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A room as read from (or just written to) the store."""
+
+    record: RoomRecord
+    doc: doc_pb.RoomDocument
+    game: GameState | None = None  # decoded lazily for views
+
+    def game_state(self) -> GameState:
+        if self.game is None:
+            self.game = state_from_proto(self.doc.state, validate=False)
+        return self.game
+
+
+@dataclass(slots=True)
+class Step:
+    """What a step function produced: new events (engine ones keep their audience)."""
+
+    events: list[tuple[pb.RoomEvent, str, str]] = field(default_factory=list)
+    source: str = ""  # player | timeout | bot, for move metrics
+    force_deadline: bool = False
+
+    def add(self, event: pb.RoomEvent, audience: str = "all", player_id: str = "") -> None:
+        self.events.append((event, audience, player_id))
+
+    def add_game(self, events: Iterable[events_pb2.Event]) -> None:
+        for ev in events:
+            audience = _AUDIENCE.get(ev.audience, "all")
+            self.add(pb.RoomEvent(game=ev), audience, ev.player_id if audience != "all" else "")
+
+
+T = TypeVar("T")
+StepFn = Callable[[doc_pb.RoomDocument, int], Awaitable[Step | None]]
+
+
+class _NoChange(Exception):
+    """A step decided there is nothing to write (e.g. a duplicate Play); carries the answer."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+
+def _phase_name(doc: doc_pb.RoomDocument) -> str:
+    return rooms.PHASE_NAMES.get(doc.phase, "lobby")
+
+
+def _mode(doc: doc_pb.RoomDocument) -> str:
+    return "classic" if doc.options.mode == game_pb2.MODE_CLASSIC else "kr-product"
+
+
+def _turn_seconds(doc: doc_pb.RoomDocument) -> int:
+    return doc.options.turn_seconds if doc.options.HasField("turn_seconds") else DEFAULT_TURN_SECONDS
+
+
+def _visible(event: StoredEvent, viewer: str | None) -> bool:
+    if event.audience == "all":
+        return True
+    if event.audience == "only":
+        return viewer is not None and viewer == event.player_id
+    return viewer != event.player_id
+
+
+class RoomService:
+    """Transport-agnostic session logic; :mod:`services.session.server` exposes it over gRPC."""
+
+    def __init__(
+        self,
+        store: RoomStore,
+        engine: EngineClient,
+        *,
+        store_kind: str = "sqlite",
+        bot_think_ms: int = 700,
+        lease_ms: int = 3000,
+        poll_ms: int = 50,
+        metrics: SessionMetrics | None = None,
+        owner: str | None = None,
+        time_scale: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.store_kind = store_kind
+        self.bot_think_ms = bot_think_ms
+        self.lease_ms = lease_ms
+        self.poll_ms = poll_ms
+        # Turn timers are multiplied by this (1.0 in production; load and fault tests compress time).
+        self.time_scale = time_scale
+        self.metrics = metrics or SessionMetrics()
+        self.owner = owner or f"replica-{secrets.token_hex(6)}"
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache: OrderedDict[str, Loaded] = OrderedDict()
+        self._cache_size = 20_000
+        self._presence: Counter[tuple[str, str]] = Counter()
+        self._fanout_pending: dict[tuple[str, int], tuple[float, str, str]] = {}
+        self._wake = asyncio.Event()
+        self._fires: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+
+    # -- loading and committing ----------------------------------------------------------------
+
+    def _lock(self, room_id: str) -> asyncio.Lock:
+        lock = self._locks.get(room_id)
+        if lock is None:
+            lock = self._locks[room_id] = asyncio.Lock()
+        return lock
+
+    def _remember(self, loaded: Loaded) -> None:
+        self._cache[loaded.record.room_id] = loaded
+        self._cache.move_to_end(loaded.record.room_id)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    async def _store_call(self, op: str, awaitable: Awaitable[T]) -> T:
+        try:
+            return await awaitable
+        except StoreUnavailable as err:
+            self.metrics.store_errors.labels(self.store_kind, op).inc()
+            log.warning("store unavailable", op=op, error=str(err))
+            raise session_error("STORE_UNAVAILABLE") from err
+
+    async def load(self, room_id: str, *, fresh: bool = False) -> Loaded:
+        if not fresh:
+            cached = self._cache.get(room_id)
+            if cached is not None:
+                return cached
+        try:
+            record = await self._store_call("load", self.store.load_room(room_id))
+        except InvalidStoreInput:
+            record = None
+        if record is None:
+            raise session_error("ROOM_NOT_FOUND", roomId=room_id[:16])
+        doc = doc_pb.RoomDocument.FromString(record.data)
+        loaded = Loaded(record, doc)
+        self._remember(loaded)
+        return loaded
+
+    async def _mutate(self, room_id: str, step_fn: StepFn) -> tuple[Loaded, Step]:
+        """Run ``step_fn`` on a copy of the room and commit it atomically (see the module doc)."""
+        async with self._lock(room_id):
+            fresh = False
+            for _ in range(MAX_COMMIT_ATTEMPTS):
+                current = await self.load(room_id, fresh=fresh)
+                doc = doc_pb.RoomDocument()
+                doc.CopyFrom(current.doc)
+                received = time.perf_counter()
+                now = now_ms()
+                step = await step_fn(doc, now)
+                if step is None:
+                    return current, Step()
+                if step.events:
+                    step.events[-1][0].batch_end = True
+                stored: list[StoredEvent] = []
+                for event, audience, player_id in step.events:
+                    doc.last_seq += 1
+                    event.seq = doc.last_seq
+                    event.at_ms = now
+                    stored.append(StoredEvent(doc.last_seq, audience, player_id, event.SerializeToString()))
+                self._set_deadline(doc, now, force=step.force_deadline)
+                record = RoomRecord(
+                    room_id=room_id,
+                    version=current.record.version + 1,
+                    phase=_phase_name(doc),
+                    mode=_mode(doc),
+                    seats_total=doc.max_seats,
+                    seats_taken=len(doc.seats),
+                    created_at_ms=doc.created_at_ms,
+                    updated_at_ms=now,
+                    data=doc.SerializeToString(),
+                    deadline_ms=doc.deadline_ms or None,
+                )
+                try:
+                    await self._store_call(
+                        "commit", self.store.commit(room_id, current.record.version, record, stored)
+                    )
+                except VersionConflict:
+                    fresh = True  # another replica moved first: reload and run the step again
+                    continue
+                loaded = Loaded(record, doc)
+                self._remember(loaded)
+                if step.source and doc.state.seq:
+                    mode = _mode(doc)
+                    self.metrics.move_duration.labels(mode, step.source, "durable").observe(
+                        time.perf_counter() - received
+                    )
+                    self._fanout_pending[(room_id, doc.last_seq)] = (received, mode, step.source)
+                    if len(self._fanout_pending) > 50_000:
+                        self._fanout_pending.clear()
+                self._count_outcomes(doc, step)
+                self._wake.set()
+                return loaded, step
+            raise session_error("ROOM_BUSY", roomId=room_id)
+
+    def _count_outcomes(self, doc: doc_pb.RoomDocument, step: Step) -> None:
+        mode = _mode(doc)
+        for event, _, _ in step.events:
+            if event.HasField("game") and event.game.HasField("eliminated"):
+                self.metrics.eliminations.labels(mode).inc()
+
+    def _set_deadline(self, doc: doc_pb.RoomDocument, now: int, *, force: bool) -> None:
+        if doc.phase != pb.ROOM_PHASE_PLAYING:
+            doc.deadline_ms = 0
+            doc.deadline_kind = doc_pb.DEADLINE_KIND_UNSPECIFIED
+            return
+        state = doc.state
+        if not force and doc.deadline_ms and doc.deadline_state_seq == state.seq:
+            return  # same turn: keep the running timer
+        seat = rooms.seat_of(doc, state.current)
+        doc.deadline_state_seq = state.seq
+        doc.turn_started_at_ms = state.turn_started_at_ms or now
+        if seat.bot:
+            doc.deadline_kind = doc_pb.DEADLINE_KIND_BOT
+            doc.deadline_ms = now + self.bot_think_ms
+            return
+        seconds = _turn_seconds(doc)
+        if seat.left or seat.consecutive_timeouts >= TIMEOUTS_BEFORE_SHORT:
+            seconds = min(seconds, SHORT_TURN_SECONDS)
+        doc.deadline_kind = doc_pb.DEADLINE_KIND_TURN
+        doc.deadline_ms = doc.turn_started_at_ms + round(seconds * 1000 * self.time_scale)
+
+    async def _engine(self, method: str, awaitable: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        code = "OK"
+        try:
+            return await awaitable
+        except ServiceError as err:
+            code = err.code.name
+            if err.code in ENGINE_DOWN:
+                self.metrics.engine_errors.labels(code).inc()
+                raise session_error("ENGINE_UNAVAILABLE") from err
+            raise
+        finally:
+            self.metrics.engine_calls.labels(method, code).observe(time.perf_counter() - started)
+
+    # -- rooms ---------------------------------------------------------------------------------
+
+    async def create_room(
+        self, name: str, options: game_pb2.Options, max_seats: int
+    ) -> pb.CreateRoomResponse:
+        try:
+            options_from_proto(options)  # refuse bad options now, not at StartGame
+        except RuleError as err:
+            raise from_rule_error(err, DOMAIN) from None
+        for _ in range(10):
+            room_id = rooms.new_room_id()
+            now = now_ms()
+            doc, token = rooms.new_room(room_id, name, options, max_seats, now)
+            joined = pb.RoomEvent(
+                seq=1,
+                at_ms=now,
+                batch_end=True,
+                player_joined=pb.PlayerJoined(seat=rooms.public_seat(doc, doc.seats[0])),
+            )
+            doc.last_seq = 1
+            record = RoomRecord(
+                room_id=room_id,
+                version=1,
+                phase="lobby",
+                mode=_mode(doc),
+                seats_total=max_seats,
+                seats_taken=1,
+                created_at_ms=now,
+                updated_at_ms=now,
+                data=doc.SerializeToString(),
+                deadline_ms=None,
+            )
+            try:
+                await self._store_call(
+                    "create",
+                    self.store.create_room(record, [StoredEvent(1, "all", "", joined.SerializeToString())]),
+                )
+            except RoomAlreadyExists:
+                continue
+            self._remember(Loaded(record, doc))
+            return pb.CreateRoomResponse(
+                room=rooms.public_room(doc), player_id=doc.host_player_id, seat_token=token
+            )
+        raise session_error("ROOM_BUSY")
+
+    async def join_room(self, room_id: str, name: str) -> pb.JoinRoomResponse:
+        seated: dict[str, str] = {}
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            player_id, token = rooms.add_seat(doc, name, bot=False)
+            seated.update(player_id=player_id, token=token)
+            out = Step()
+            out.add(pb.RoomEvent(player_joined=pb.PlayerJoined(seat=rooms.public_seat(doc, doc.seats[-1]))))
+            return out
+
+        loaded, _ = await self._mutate(room_id, step)
+        return pb.JoinRoomResponse(
+            room=rooms.public_room(loaded.doc), player_id=seated["player_id"], seat_token=seated["token"]
+        )
+
+    async def add_bot(self, token: str, name: str) -> pb.AddBotResponse:
+        seated: dict[str, str] = {}
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            self._require_host(doc, token)
+            bot_name = name or f"봇 {sum(1 for s in doc.seats if s.bot) + 1}"
+            player_id, _ = rooms.add_seat(doc, bot_name, bot=True)
+            seated["player_id"] = player_id
+            out = Step()
+            out.add(pb.RoomEvent(player_joined=pb.PlayerJoined(seat=rooms.public_seat(doc, doc.seats[-1]))))
+            return out
+
+        loaded, _ = await self._mutate(rooms.token_room(token), step)
+        return pb.AddBotResponse(room=rooms.public_room(loaded.doc), player_id=seated["player_id"])
+
+    async def spectate(self, room_id: str) -> pb.SpectateResponse:
+        issued: dict[str, str] = {}
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            issued["token"] = rooms.add_spectator(doc)
+            return Step()
+
+        loaded, _ = await self._mutate(room_id, step)
+        return pb.SpectateResponse(room=rooms.public_room(loaded.doc), spectator_token=issued["token"])
+
+    async def leave_room(self, token: str) -> pb.LeaveRoomResponse:
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            caller = rooms.identify(doc, token)
+            out = Step()
+            if caller.player_id is None:
+                rooms.remove_spectator(doc, token)
+                return out
+            if doc.phase == pb.ROOM_PHASE_LOBBY:
+                rooms.remove_seat(doc, caller.player_id)
+                out.add(pb.RoomEvent(player_left=pb.PlayerLeft(player_id=caller.player_id)))
+                if not any(not s.bot for s in doc.seats):
+                    doc.phase = pb.ROOM_PHASE_FINISHED  # nobody left to start it: close the room
+                return out
+            seat = rooms.seat_of(doc, caller.player_id)
+            if seat.left:
+                return out
+            seat.left = True
+            seat.connected = False
+            seat.token_hash = b""  # the token stops working: leaving is final
+            out.add(pb.RoomEvent(player_left=pb.PlayerLeft(player_id=caller.player_id, auto_played=True)))
+            out.force_deadline = doc.phase == pb.ROOM_PHASE_PLAYING and doc.state.current == caller.player_id
+            return out
+
+        loaded, _ = await self._mutate(rooms.token_room(token), step)
+        return pb.LeaveRoomResponse(room=rooms.public_room(loaded.doc))
+
+    def _require_host(self, doc: doc_pb.RoomDocument, token: str) -> rooms.Caller:
+        caller = rooms.identify(doc, token)
+        if caller.player_id is None or caller.player_id != doc.host_player_id:
+            raise session_error("NOT_HOST")
+        return caller
+
+    async def start_game(self, token: str) -> pb.StartGameResponse:
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            self._require_host(doc, token)
+            if doc.phase != pb.ROOM_PHASE_LOBBY:
+                raise session_error("GAME_ALREADY_STARTED", roomId=doc.room_id)
+            if len(doc.seats) < 2:
+                raise session_error("NOT_ENOUGH_PLAYERS", seated=len(doc.seats))
+            setup = await self._engine(
+                "Setup",
+                self.engine.setup(
+                    [s.player_id for s in doc.seats],
+                    doc.options,
+                    seed=secrets.randbits(64),
+                    display_names={s.player_id: s.name for s in doc.seats},
+                    now_ms=now,
+                ),
+            )
+            doc.state.CopyFrom(setup.state)
+            doc.phase = pb.ROOM_PHASE_PLAYING
+            doc.started_at_ms = now
+            out = Step()
+            out.add_game(setup.events)
+            return out
+
+        loaded, _ = await self._mutate(rooms.token_room(token), step)
+        return pb.StartGameResponse(room=rooms.public_room(loaded.doc))
+
+    async def get_room(self, room_id: str) -> pb.GetRoomResponse:
+        return pb.GetRoomResponse(room=rooms.public_room((await self.load(room_id, fresh=True)).doc))
+
+    async def list_rooms(self, page_size: int, page_token: str) -> pb.ListRoomsResponse:
+        size = page_size or 20
+        if not 1 <= size <= 100:
+            raise session_error("INVALID_PAGE_TOKEN", pageSize=page_size)
+        try:
+            records, next_token = await self._store_call(
+                "list", self.store.list_rooms(phase="lobby", page_size=size, page_token=page_token)
+            )
+        except InvalidStoreInput:
+            raise session_error("INVALID_PAGE_TOKEN") from None
+        docs = [doc_pb.RoomDocument.FromString(r.data) for r in records]
+        return pb.ListRoomsResponse(rooms=[rooms.public_room(d) for d in docs], next_page_token=next_token)
+
+    # -- play ----------------------------------------------------------------------------------
+
+    async def play(self, token: str, client_seq: int, action: game_pb2.Action) -> pb.PlayResponse:
+        if client_seq < 1:
+            raise session_error("INVALID_CLIENT_SEQ")
+        if not action.card_id:
+            raise session_error("INVALID_ACTION")
+        room_id = rooms.token_room(token)
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            caller = rooms.identify(doc, token)
+            if caller.player_id is None:
+                raise session_error("SPECTATOR_CANNOT_ACT")
+            seat = rooms.seat_of(doc, caller.player_id)
+            if client_seq == seat.last_client_seq:
+                raise _NoChange(
+                    pb.PlayResponse(
+                        client_seq=client_seq,
+                        seq=seat.last_outcome_seq,
+                        total=seat.last_outcome_total,
+                        duplicate=True,
+                    )
+                )
+            if client_seq < seat.last_client_seq:
+                raise session_error("STALE", clientSeq=client_seq, lastClientSeq=seat.last_client_seq)
+            if doc.phase == pb.ROOM_PHASE_LOBBY:
+                raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
+            applied = await self._engine(
+                "Apply",
+                self.engine.apply(
+                    doc.state, caller.player_id, action, expected_seq=doc.state.seq, now_ms=now
+                ),
+            )
+            out = Step(source="player")
+            out.add_game(applied.events)
+            self._advance(doc, applied.state, caller.player_id, action, "player", now)
+            seat.consecutive_timeouts = 0
+            seat.last_client_seq = client_seq
+            seat.last_outcome_seq = doc.last_seq + len(out.events)
+            seat.last_outcome_total = doc.state.total
+            return out
+
+        try:
+            loaded, _ = await self._mutate(room_id, step)
+        except _NoChange as dup:
+            assert isinstance(dup.answer, pb.PlayResponse)
+            return dup.answer
+        seat = rooms.seat_of(loaded.doc, rooms.identify(loaded.doc, token).player_id or "")
+        return pb.PlayResponse(
+            client_seq=client_seq, seq=seat.last_outcome_seq, total=seat.last_outcome_total
+        )
+
+    def _advance(
+        self,
+        doc: doc_pb.RoomDocument,
+        new_state: state_pb2.State,
+        player_id: str,
+        action: game_pb2.Action,
+        source: str,
+        now: int,
+    ) -> None:
+        doc.state.CopyFrom(new_state)
+        doc.moves.add(player_id=player_id, action=action, source=source, at_ms=now)
+        if new_state.phase == state_pb2.PHASE_FINISHED:
+            doc.phase = pb.ROOM_PHASE_FINISHED
+
+    # -- deadlines -----------------------------------------------------------------------------
+
+    async def run_scheduler(self) -> None:
+        """Fire due deadlines until :meth:`stop`; survives store and engine outages."""
+        while not self._stopping.is_set():
+            try:
+                next_due = await self.store.next_deadline_ms()
+            except StoreUnavailable:
+                self.metrics.store_errors.labels(self.store_kind, "next_deadline").inc()
+                next_due = None
+            now = now_ms()
+            wait_ms = self.poll_ms if next_due is None else max(0, min(next_due - now, self.poll_ms))
+            if wait_ms:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+                continue
+            try:
+                claimed = await self.store.claim_due(now_ms(), self.owner, self.lease_ms, 200)
+            except StoreUnavailable:
+                self.metrics.store_errors.labels(self.store_kind, "claim").inc()
+                await asyncio.sleep(self.poll_ms / 1000)
+                continue
+            for room_id, due in claimed:
+                task = asyncio.create_task(self._fire(room_id, due))
+                self._fires.add(task)
+                task.add_done_callback(self._fires.discard)
+            if not claimed:
+                await asyncio.sleep(0.005)  # a lease held by another replica: don't spin
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._fires:
+            await asyncio.gather(*self._fires, return_exceptions=True)
+
+    async def _fire(self, room_id: str, due: int) -> None:
+        fired: dict[str, object] = {}
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:
+            if (
+                doc.phase != pb.ROOM_PHASE_PLAYING
+                or doc.deadline_ms != due
+                or doc.deadline_state_seq != doc.state.seq
+            ):
+                return None  # the turn moved on since the claim
+            current = doc.state.current
+            seat = rooms.seat_of(doc, current)
+            if seat.bot:
+                game = state_from_proto(doc.state, validate=False)
+                action = action_to_proto(bot_action(game))
+                applied = await self._engine(
+                    "Apply",
+                    self.engine.apply(doc.state, current, action, expected_seq=doc.state.seq, now_ms=now),
+                )
+                out = Step(source="bot")
+                out.add_game(applied.events)
+                self._advance(doc, applied.state, current, action, "bot", now)
+                fired["kind"] = "bot"
+                return out
+            timed = await self._engine(
+                "Timeout", self.engine.timeout(doc.state, expected_seq=doc.state.seq, now_ms=now)
+            )
+            seat.consecutive_timeouts += 1
+            out = Step(source="timeout")
+            out.add(
+                pb.RoomEvent(
+                    timeout_applied=pb.TimeoutApplied(
+                        player_id=current,
+                        action=timed.action,
+                        consecutive=seat.consecutive_timeouts,
+                    )
+                )
+            )
+            out.add_game(timed.events)
+            self._advance(doc, timed.state, current, timed.action, "timeout", now)
+            fired["kind"] = "timeout"
+            return out
+
+        try:
+            loaded, step_out = await self._mutate(room_id, step)
+        except ServiceError as err:
+            # Engine or store down: keep the claim; its lease runs out and the deadline fires again.
+            log.warning("deadline not fired", room_id=room_id, reason=err.reason)
+            return
+        except Exception:
+            log.exception("deadline failed", room_id=room_id)
+            return
+        if not step_out.events:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.release(room_id, self.owner)
+            return
+        mode = _mode(loaded.doc)
+        if fired.get("kind") == "timeout":
+            self.metrics.timeouts.labels(mode).inc()
+            self.metrics.deadline_lateness.observe(max(0, now_ms() - due) / 1000)
+        else:
+            self.metrics.bot_moves.inc()
+
+    # -- views and subscriptions ---------------------------------------------------------------
+
+    def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView | None:
+        if not loaded.doc.HasField("state"):
+            return None
+        game = loaded.game_state()
+        out = view_pb2.GameView()
+        view_into(player_view(game, viewer), game.options, out, lang)
+        if loaded.doc.deadline_ms:
+            out.deadline_ms = loaded.doc.deadline_ms  # the session's timer (3 s rule, bots) is the real one
+        return out
+
+    async def get_view(self, token: str, lang: Lang) -> pb.GetViewResponse:
+        loaded = await self.load(rooms.token_room(token), fresh=True)
+        caller = rooms.identify(loaded.doc, token)
+        response = pb.GetViewResponse(room=rooms.public_room(loaded.doc), seq=loaded.doc.last_seq)
+        view = self.view_of(loaded, caller.player_id, lang)
+        if view is not None:
+            response.view.CopyFrom(view)
+        return response
+
+    def _filtered(self, stored: StoredEvent, viewer: str | None) -> pb.RoomEvent:
+        event = pb.RoomEvent.FromString(stored.payload)
+        if _visible(stored, viewer):
+            return event
+        return pb.RoomEvent(seq=event.seq, at_ms=event.at_ms, batch_end=event.batch_end, hidden=pb.Hidden())
+
+    async def _view_update(
+        self, room_id: str, seq: int, viewer: str | None, lang: Lang
+    ) -> pb.ViewUpdate | None:
+        loaded = self._cache.get(room_id)
+        if loaded is None or loaded.doc.last_seq < seq:
+            loaded = await self.load(room_id, fresh=True)
+        if loaded.doc.last_seq != seq:
+            return None  # a newer move is already stored: its own batch end brings the view
+        view = self.view_of(loaded, viewer, lang)
+        update = pb.ViewUpdate(seq=seq, room=rooms.public_room(loaded.doc))
+        if view is not None:
+            update.view.CopyFrom(view)
+        return update
+
+    async def subscribe(self, token: str, after_seq: int, lang: Lang) -> AsyncIterator[pb.SubscribeResponse]:
+        room_id = rooms.token_room(token)
+        loaded = await self.load(room_id, fresh=True)
+        caller = rooms.identify(loaded.doc, token)
+        viewer = caller.player_id
+        last = loaded.doc.last_seq
+        oldest = await self._store_call("oldest", self.store.oldest_event_seq(room_id))
+        if after_seq > last or after_seq + 1 < oldest:
+            # Unknown future or a gap we no longer hold: a snapshot replaces the client's state.
+            yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
+            update = await self._view_update(room_id, last, viewer, lang)
+            if update is not None:
+                yield pb.SubscribeResponse(view=update)
+            after_seq = last
+        self.metrics.subscribers.inc()
+        presence_key = (room_id, viewer or "")
+        if viewer is not None:
+            self._presence[presence_key] += 1
+            if self._presence[presence_key] == 1:
+                await self._set_presence(room_id, viewer, True)
+        try:
+            tail = self.store.tail(room_id, after_seq)
+            catching_up_to = last
+            async for stored in tail:
+                event = self._filtered(stored, viewer)
+                yield pb.SubscribeResponse(event=event)
+                if event.batch_end and stored.seq >= catching_up_to:
+                    pending = self._fanout_pending.pop((room_id, stored.seq), None)
+                    if pending is not None:
+                        started, mode, source = pending
+                        self.metrics.move_duration.labels(mode, source, "fanout").observe(
+                            time.perf_counter() - started
+                        )
+                    update = await self._view_update(room_id, stored.seq, viewer, lang)
+                    if update is not None:
+                        yield pb.SubscribeResponse(view=update)
+        except EventsTrimmed:
+            yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
+        finally:
+            self.metrics.subscribers.dec()
+            if viewer is not None:
+                self._presence[presence_key] -= 1
+                if self._presence[presence_key] <= 0:
+                    del self._presence[presence_key]
+                    if not self._stopping.is_set():
+                        await self._set_presence(room_id, viewer, False)
+
+    async def _set_presence(self, room_id: str, player_id: str, connected: bool) -> None:
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:
+            seat = rooms.seat_of(doc, player_id)
+            if seat.bot or seat.left or seat.connected == connected:
+                return None
+            seat.connected = connected
+            out = Step()
+            out.add(
+                pb.RoomEvent(presence_changed=pb.PresenceChanged(player_id=player_id, connected=connected))
+            )
+            return out
+
+        try:
+            await self._mutate(room_id, step)
+        except ServiceError as err:  # presence is best effort; the game never waits for it
+            log.warning("presence not recorded", room_id=room_id, player_id=player_id, reason=err.reason)
+
+    # -- results -------------------------------------------------------------------------------
+
+    async def _finished(self, room_id: str) -> Loaded:
+        loaded = await self.load(room_id, fresh=True)
+        if loaded.doc.phase != pb.ROOM_PHASE_FINISHED or not loaded.doc.HasField("state"):
+            raise session_error("GAME_NOT_FINISHED", roomId=room_id)
+        return loaded
+
+    async def get_result(self, room_id: str) -> pb.GetResultResponse:
+        loaded = await self._finished(room_id)
+        game = loaded.game_state()
+        response = pb.GetResultResponse(seed=game.seed, seed_commitment=game.seed_commitment)
+        result_into(game_result(game).to_dict(), response.result)
+        return response
+
+    async def get_replay(self, room_id: str) -> pb.GetReplayResponse:
+        loaded = await self._finished(room_id)
+        game = loaded.game_state()
+        try:
+            check_replayable(game)
+        except RuleError as err:
+            raise from_rule_error(err, DOMAIN) from None
+        doc = loaded.doc
+        response = pb.GetReplayResponse(
+            player_ids=list(game.seats),
+            options=doc.options,
+            seed=game.seed,
+            seed_commitment=game.seed_commitment,
+            moves=list(doc.moves),
+            display_names={s.player_id: s.name for s in doc.seats},
+            started_at_ms=doc.started_at_ms,
+        )
+        after = 0
+        while True:
+            batch = await self._store_call("read", self.store.read_events(room_id, after, 1000))
+            if not batch:
+                break
+            response.events.extend(pb.RoomEvent.FromString(e.payload) for e in batch)
+            after = batch[-1].seq
+        result_into(game_result(game).to_dict(), response.result)
+        return response
