@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -102,7 +101,9 @@ def check() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="fail if gen/ is not what the protos produce")
     args = parser.parse_args(argv)
     if args.check:

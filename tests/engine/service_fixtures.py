@@ -99,7 +99,7 @@ def run_engine(tmp_dir: Path) -> Iterator[RunningEngine]:
 
 def only_error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
     """The one ErrorInfo of a failed call (fails the test if there is none or more than one)."""
-    trailers = err.trailing_metadata() or ()  # type: ignore[attr-defined]
+    trailers: Any = err.trailing_metadata() or ()  # type: ignore[attr-defined]
     raw = [v for k, v in trailers if k == "grpc-status-details-bin"]
     assert len(raw) == 1, "exactly one grpc-status-details-bin trailer"
     status = status_pb2.Status.FromString(raw[0])

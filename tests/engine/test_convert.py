@@ -58,8 +58,8 @@ def test_joker_value_zero_is_distinguishable_from_unset() -> None:
 @pytest.mark.parametrize(
     ("options", "option"),
     [
-        (game_pb2.Options(mode=3), "mode"),
-        (game_pb2.Options(start_total=9), "startTotal"),
+        (game_pb2.Options(mode=3), "mode"),  # type: ignore[arg-type]
+        (game_pb2.Options(start_total=9), "startTotal"),  # type: ignore[arg-type]
         (game_pb2.Options(turn_seconds=11), "turnSeconds"),
         (game_pb2.Options(hand_size=0), "handSize"),
     ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import grpc
 import pytest
@@ -113,7 +114,7 @@ def _cases() -> list[tuple[str, C, GameState, str, dict[str, object], dict[str, 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
 def test_every_rule_refusal_has_its_code_one_error_info_and_both_languages(
-    stub: pb_grpc.EngineServiceStub, engine: RunningEngine, case: tuple
+    stub: pb_grpc.EngineServiceStub, engine: RunningEngine, case: tuple[Any, ...]
 ) -> None:
     reason, code, state, player, action, meta = case
     request = _apply(state, player, **action)
@@ -126,11 +127,11 @@ def test_every_rule_refusal_has_its_code_one_error_info_and_both_languages(
     assert info.reason == reason
     assert meta.items() <= dict(info.metadata).items()
     ko_template, en_template = TEXTS[Reason(reason)]
-    assert err.details().startswith(ko_template.split("{")[0])  # type: ignore[attr-defined]
+    assert (err.details() or "").startswith(ko_template.split("{")[0])  # type: ignore[attr-defined]
 
     err_en = _refused(stub.Apply, request, EN)
     assert only_error_info(err_en).reason == reason
-    assert err_en.details().startswith(en_template.split("{")[0])  # type: ignore[attr-defined]
+    assert (err_en.details() or "").startswith(en_template.split("{")[0])  # type: ignore[attr-defined]
 
     # The engine keeps nothing: the caller's state is as it was and still playable as before.
     assert request.SerializeToString() == sent
@@ -178,7 +179,7 @@ def test_finished_game_refuses_moves(stub: pb_grpc.EngineServiceStub) -> None:
         (pb.SetupRequest(player_ids=["a", ""]), "INVALID_PLAYER_ID"),
         (pb.SetupRequest(player_ids=["a", "b"], display_names={"zed": "Zed"}), "INVALID_PLAYER_ID"),
         (pb.SetupRequest(player_ids=["a", "b"], options=game_pb2.Options(hand_size=9)), "INVALID_OPTION"),
-        (pb.SetupRequest(player_ids=["a", "b"], options=game_pb2.Options(mode=42)), "INVALID_OPTION"),
+        (pb.SetupRequest(player_ids=["a", "b"], options=game_pb2.Options(mode=42)), "INVALID_OPTION"),  # type: ignore[arg-type]
         (pb.SetupRequest(player_ids=["a", "b"], options=game_pb2.Options(lives=4)), "INVALID_OPTION"),
     ],
 )
@@ -194,7 +195,7 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     good, _ = setup(["a", "b", "c"], Options(), seed=8)
     cases: list[tuple[str, state_pb2.State]] = []
 
-    def variant(name: str, **changes: object) -> None:
+    def variant(name: str, **changes: Any) -> None:
         cases.append((name, convert.state_to_proto(dataclasses.replace(good.clone(), **changes))))
 
     variant("unknown current player", current="zed")
@@ -208,7 +209,7 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     variant("rng inc even", rng=dataclasses.replace(good.rng, inc=4))
     variant("seed does not match commitment", seed=good.seed + 1)
     proto = convert.state_to_proto(good)
-    proto.direction = 9
+    proto.direction = 9  # type: ignore[assignment]
     cases.append(("unknown direction enum", proto))
     proto = convert.state_to_proto(good)
     proto.phase = state_pb2.PHASE_UNSPECIFIED
@@ -217,7 +218,7 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     proto.ClearField("rng")
     cases.append(("rng missing", proto))
     proto = convert.state_to_proto(good)
-    proto.options.joker_range = 12
+    proto.options.joker_range = 12  # type: ignore[assignment]
     cases.append(("unknown option enum", proto))
     proto = convert.state_to_proto(good)
     proto.seats[1].id = "a"
@@ -238,12 +239,14 @@ def test_invalid_states_are_refused_by_every_rpc(
         err = _refused(call, request, EN)
         assert err.code() is C.INVALID_ARGUMENT, name  # type: ignore[attr-defined]
         assert only_error_info(err).reason == "INVALID_STATE", name
-        assert err.details().startswith("Invalid game state"), name  # type: ignore[attr-defined]
+        assert (err.details() or "").startswith("Invalid game state"), name  # type: ignore[attr-defined]
 
 
 def test_unparsable_request_is_invalid_argument_not_internal(engine: RunningEngine) -> None:
     with grpc.insecure_channel(engine.target) as channel:
-        raw = channel.unary_unary("/ninetynine.engine.v1.EngineService/Apply")
+        raw = channel.unary_unary(
+            "/ninetynine.engine.v1.EngineService/Apply", request_serializer=None, response_deserializer=None
+        )
         with pytest.raises(grpc.RpcError) as caught:
             raw(b"\x0a\xff\xff\xff\xff\x0f", timeout=5)  # a length prefix far past the end
     assert caught.value.code() is C.INVALID_ARGUMENT  # type: ignore[attr-defined]

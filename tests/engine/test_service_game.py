@@ -76,7 +76,7 @@ async def test_full_game_through_the_rpcs(engine: RunningEngine, options: game_p
         spectator = (await client.view(started.state)).view
         assert not spectator.hand and not spectator.HasField("seed") and not spectator.legal_plays
 
-        final, events, moves = await _play_to_end(client, started.state, use_timeout_every=5)
+        final, events, _moves = await _play_to_end(client, started.state, use_timeout_every=5)
         kinds = {e.WhichOneof("payload") for e in events}
         assert {"card_played", "turn_started", "eliminated", "game_finished"} <= kinds
         finished = [e.game_finished for e in events if e.WhichOneof("payload") == "game_finished"]
