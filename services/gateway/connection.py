@@ -1,0 +1,599 @@
+"""One client connection, whatever its transport: limits, binding, session calls and the push stream.
+
+A :class:`Connection` receives frames from its transport (WebSocket or gRPC ``Connect``) through
+:meth:`Connection.on_frame` and sends ``ServerMessage``s back through a bounded queue drained by
+one writer task, so the direct replies and the pushed room stream keep their order and a slow
+client never blocks anyone else: when its queue is full it gets ``goodbye slowClient`` and is
+closed (it can ``resume``).
+
+Per frame, in order: idle timer reset, hard size limit (fatal), rate limit (token bucket; too
+many refusals in the window is abuse), soft size limit, parsing, then one session call. Every
+client message runs in its own request scope, so the session sees a fresh ``x-request-id``, and
+ends with one canonical log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import grpc
+import grpc.aio
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+
+from services.common.context import bind_rpc_fields, new_request_id, request_scope
+from services.common.errors import Lang, ServiceError, to_service_error
+from services.common.logging import get_logger
+from services.engine.rules import Reason
+from services.engine.rules.errors import message as rule_message
+from services.gateway.convert import CLIENT_TYPE_OF_FIELD, JsonId
+from services.gateway.limits import AbuseMeter, Limits, TokenBucket
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.protocol import (
+    GATEWAY_TEXTS,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    clean_metadata,
+    gateway_message,
+)
+
+__all__ = ["Connection", "Outgoing", "Transport"]
+
+log = get_logger("gateway.messages")
+
+# Close codes of docs/client-protocol.md §1.
+CLOSE_SHUTDOWN = 1001
+CLOSE_ABUSE = 1008
+CLOSE_TOO_BIG = 1009
+CLOSE_IDLE = 4000
+CLOSE_SLOW = 4001
+
+SESSION_TIMEOUT_S = 10.0
+GOODBYE_TIMEOUT_S = 1.0
+# Session reasons the protocol spells differently.
+REASON_ALIASES = {"STALE": "STALE_CLIENT_SEQ"}
+# Refusals after which a subscription is not retried.
+_FINAL_SUBSCRIBE_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
+)
+
+
+class Transport(Protocol):
+    """What a connection needs from its transport."""
+
+    protocol: str
+
+    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None: ...
+
+    async def close(self, code: int) -> None: ...
+
+
+@dataclass
+class Outgoing:
+    msg: gw.ServerMessage
+    reply_id: JsonId | None = None
+    # Monotonic time the play arrived (for the mover's 'played': the move latency metric).
+    play_received: float | None = None
+
+
+@dataclass
+class Binding:
+    room_id: str
+    token: str
+    player_id: str
+    role: str
+    host: bool
+
+
+class Connection:
+    """One client: its language, its limits, its binding to a room and its push stream."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        session: spb_grpc.SessionServiceStub,
+        limits: Limits,
+        metrics: GatewayMetrics,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.transport = transport
+        self.session = session
+        self.limits = limits
+        self.metrics = metrics
+        self.clock = clock
+        self.lang: Lang = "ko"
+        self.binding: Binding | None = None
+        self.closed = asyncio.Event()
+        self._closing = False
+        self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=limits.send_queue)
+        now = clock()
+        self._bucket = TokenBucket(limits.rate_per_second, limits.burst, now)
+        self._abuse = AbuseMeter(limits.abuse_refusals, limits.abuse_window_seconds)
+        self._last_received = now
+        self._writer: asyncio.Task[None] | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        # The room stream's state: highest seq delivered, last room sent, bots, pending timeouts.
+        self.last_seq = 0
+        self._last_room: spb.Room | None = None
+        self._bots: set[str] = set()
+        self._timed_out: set[str] = set()
+        self._finished = False
+        self._counted = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer and the idle timer (inside the event loop)."""
+        self.metrics.connections.labels(self.transport.protocol).inc()
+        self._counted = True
+        self._writer = asyncio.create_task(self._write_loop())
+        self._arm_idle_timer(self.limits.idle_seconds)
+
+    async def finish(self) -> None:
+        """The transport is gone (client closed): stop everything without a goodbye."""
+        if not self._closing:
+            self._closing = True
+            await self._stop_tasks()
+            self.closed.set()
+        await self._release()
+
+    async def _release(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if self._counted:
+            self._counted = False
+            self.metrics.connections.labels(self.transport.protocol).dec()
+
+    async def _stop_tasks(self) -> None:
+        tasks = [t for t in (self._pump, self._writer) if t is not None and t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            await _reap(task)
+        self._pump = None
+
+    async def close_with(
+        self,
+        reason: str,
+        code: int,
+        *,
+        retry_after_ms: int = 0,
+        error: gw.Error | None = None,
+        reply_id: JsonId | None = None,
+    ) -> None:
+        """Send (when possible) an error and ``goodbye{reason}``, then close with ``code``."""
+        if self._closing:
+            return
+        self._closing = True
+        await self._stop_tasks()
+        while not self._queue.empty():  # the client resumes from its last seq; drop the backlog
+            self._queue.get_nowait()
+        try:
+            async with asyncio.timeout(GOODBYE_TIMEOUT_S):
+                if error is not None:
+                    await self._send_now(Outgoing(gw.ServerMessage(error=error), reply_id))
+                goodbye = gw.Goodbye(reason=reason, retry_after_ms=retry_after_ms)
+                await self._send_now(Outgoing(gw.ServerMessage(goodbye=goodbye)))
+        except (TimeoutError, ConnectionError, OSError, RuntimeError, grpc.RpcError):
+            pass  # the socket cannot take it any more; closing is all that is left
+        log.info("goodbye", protocol=self.transport.protocol, reason=reason, code=code)
+        try:
+            await self.transport.close(code)
+        finally:
+            self.closed.set()
+            await self._release()
+
+    def _close_soon(self, reason: str, code: int, **kwargs: object) -> None:
+        task = asyncio.create_task(self.close_with(reason, code, **kwargs))  # type: ignore[arg-type]
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- outgoing -------------------------------------------------------------------------------
+
+    def deliver(self, out: Outgoing) -> None:
+        """Queue a message; a full queue means a slow client: goodbye slowClient and close."""
+        if self._closing:
+            return
+        try:
+            self._queue.put_nowait(out)
+        except asyncio.QueueFull:
+            self.metrics.slow_client_disconnects.labels(self.transport.protocol).inc()
+            self._close_soon("slowClient", CLOSE_SLOW)
+
+    async def _send_now(self, out: Outgoing) -> None:
+        await self.transport.send(out.msg, out.reply_id)
+        kind = out.msg.WhichOneof("kind") or ""
+        self.metrics.messages.labels("out", kind).inc()
+        if out.play_received is not None and kind == "played":
+            self.metrics.move_duration.labels(self.transport.protocol).observe(
+                self.clock() - out.play_received
+            )
+
+    async def _write_loop(self) -> None:
+        while True:
+            out = await self._queue.get()
+            try:
+                await self._send_now(out)
+            except (ConnectionError, OSError, RuntimeError, grpc.RpcError) as exc:
+                log.info("send failed; closing", protocol=self.transport.protocol, error=str(exc))
+                self._closing = True
+                self.closed.set()
+                return
+
+    def reply(self, reply_id: JsonId | None, **kind: object) -> None:
+        self.deliver(Outgoing(gw.ServerMessage(**kind), reply_id))  # type: ignore[arg-type]
+
+    def error_message(
+        self, reason: str, metadata: dict[str, str] | None = None, *, fatal: bool = False
+    ) -> gw.Error:
+        meta = clean_metadata(metadata or {})
+        if reason in GATEWAY_TEXTS:
+            text = gateway_message(reason, self.lang, meta)
+        elif reason in Reason.__members__:
+            text = rule_message(Reason(reason), meta, self.lang)
+        else:
+            text = reason
+        return gw.Error(reason=reason, message=text, metadata=meta, fatal=fatal)
+
+    def send_error(
+        self, reason: str, reply_id: JsonId | None, metadata: dict[str, str] | None = None
+    ) -> None:
+        bind_rpc_fields(reason=reason)
+        self.deliver(Outgoing(gw.ServerMessage(error=self.error_message(reason, metadata)), reply_id))
+
+    def send_service_error(
+        self, err: ServiceError, reply_id: JsonId | None, extra: dict[str, str] | None = None
+    ) -> None:
+        reason = REASON_ALIASES.get(err.reason, err.reason)
+        bind_rpc_fields(reason=reason)
+        meta = clean_metadata({**err.metadata, **(extra or {})})
+        text = err.message(self.lang) or gateway_message("UNAVAILABLE", self.lang)
+        self.deliver(
+            Outgoing(
+                gw.ServerMessage(error=gw.Error(reason=reason, message=text[:500], metadata=meta)), reply_id
+            )
+        )
+
+    # -- incoming -------------------------------------------------------------------------------
+
+    def _arm_idle_timer(self, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._idle_timer = loop.call_later(delay, self._idle_check)
+
+    def _idle_check(self) -> None:
+        if self._closing:
+            return
+        quiet = self.clock() - self._last_received
+        if quiet >= self.limits.idle_seconds:
+            self._close_soon("idle", CLOSE_IDLE)
+        else:
+            self._arm_idle_timer(self.limits.idle_seconds - quiet)
+
+    def _refused(self) -> bool:
+        """Count a refusal; on sustained abuse close the connection (True)."""
+        if self._abuse.refuse(self.clock()):
+            self._close_soon("abuse", CLOSE_ABUSE)
+            return True
+        return False
+
+    async def on_frame(self, size: int, parse: Callable[[], tuple[gw.ClientMessage, JsonId | None]]) -> None:
+        """Handle one client frame of ``size`` bytes; ``parse`` turns it into a message."""
+        if self._closing:
+            return
+        now = self.clock()
+        self._last_received = now
+        limits = self.limits
+        if size > limits.hard_max_message_bytes:
+            meta = {"size": str(size), "limit": str(limits.max_message_bytes)}
+            err = self.error_message("MESSAGE_TOO_LARGE", meta, fatal=True)
+            await self.close_with("abuse", CLOSE_TOO_BIG, error=err)
+            return
+        if not self._bucket.take(now):
+            self.metrics.rate_limited.labels(self.transport.protocol).inc()
+            if not self._refused():
+                retry = str(self._bucket.retry_after_ms(now))
+                self.send_error("RATE_LIMITED", None, {"retryAfterMs": retry})
+            return
+        if size > limits.max_message_bytes:
+            if not self._refused():
+                self.send_error(
+                    "MESSAGE_TOO_LARGE", None, {"size": str(size), "limit": str(limits.max_message_bytes)}
+                )
+            return
+        with request_scope(new_request_id(), protocol=self.transport.protocol) as fields:
+            started = time.perf_counter()
+            kind = "invalid"
+            try:
+                msg, reply_id = parse()
+            except ProtocolError as exc:
+                bind_rpc_fields(reason=exc.reason)
+                if not self._refused():
+                    self.deliver(
+                        Outgoing(
+                            gw.ServerMessage(error=self.error_message(exc.reason, exc.metadata)), exc.reply_id
+                        )
+                    )
+            else:
+                kind = CLIENT_TYPE_OF_FIELD.get(msg.WhichOneof("kind") or "", "invalid")
+                await self._dispatch(kind, msg, reply_id, now)
+            self.metrics.messages.labels("in", kind).inc()
+            binding = self.binding
+            line: dict[str, object] = {
+                "type": kind,
+                "room_id": binding.room_id if binding else "",
+                "player_id": binding.player_id if binding else "",
+                **fields,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            }
+            log.info("message", **line)
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    def _meta(self) -> tuple[tuple[str, str], ...]:
+        return (("accept-language", self.lang),)
+
+    async def _dispatch(
+        self, kind: str, msg: gw.ClientMessage, reply_id: JsonId | None, received: float
+    ) -> None:
+        extra: dict[str, str] = {}
+        try:
+            if kind == "hello":
+                await self._hello(msg.hello, reply_id)
+            elif kind == "ping":
+                self.reply(reply_id, pong=gw.Pong())
+            elif kind == "listRooms":
+                resp = await self.session.ListRooms(spb.ListRoomsRequest(page_size=50), **self._call())
+                self.reply(reply_id, rooms=gw.RoomList(rooms=resp.rooms))
+            elif kind == "getReplay":
+                room_id = msg.get_replay.room_id
+                replay = await self.session.GetReplay(spb.GetReplayRequest(room_id=room_id), **self._call())
+                self.reply(reply_id, replay=gw.Replay(room_id=room_id, replay=replay))
+            elif kind in ("createRoom", "joinRoom", "spectate", "resume"):
+                if self.binding is not None:
+                    self.send_error("ALREADY_IN_ROOM", reply_id, {"roomId": self.binding.room_id})
+                    return
+                await self._bind(kind, msg, reply_id)
+            elif self.binding is None:
+                self.send_error("NOT_IN_ROOM", reply_id)
+            elif kind == "play":
+                extra = {"clientSeq": str(msg.play.client_seq)}
+                await self._play(msg.play, reply_id, received)
+            elif kind == "addBot":
+                added = await self.session.AddBot(spb.AddBotRequest(token=self.binding.token), **self._call())
+                self._send_room(added.room, reply_id, force=True)
+            elif kind == "startGame":
+                started = await self.session.StartGame(
+                    spb.StartGameRequest(token=self.binding.token), **self._call()
+                )
+                self._send_room(started.room, reply_id, force=True)
+            elif kind == "leaveRoom":
+                await self._leave(reply_id)
+            else:
+                self.send_error("UNKNOWN_TYPE", reply_id, {"type": kind})
+        except grpc.RpcError as exc:
+            err = to_service_error(exc, default_domain="gateway.ninetynine")
+            if err.domain == "gateway.ninetynine":  # no ErrorInfo: the session is unreachable or overloaded
+                bind_rpc_fields(session_code=err.code.name)
+                self.send_error("UNAVAILABLE", reply_id, {"code": err.code.name, **extra})
+            else:
+                self.send_service_error(err, reply_id, extra)
+
+    def _call(self) -> dict[str, object]:
+        return {"metadata": self._meta(), "timeout": SESSION_TIMEOUT_S}
+
+    async def _hello(self, hello: gw.Hello, reply_id: JsonId | None) -> None:
+        if hello.lang not in ("ko", "en"):
+            self.send_error("MALFORMED_MESSAGE", reply_id, {"detail": "lang must be 'ko' or 'en'"})
+            return
+        self.lang = "en" if hello.lang == "en" else "ko"
+        welcome = gw.Welcome(
+            protocol_version=PROTOCOL_VERSION,
+            heartbeat_seconds=self.limits.heartbeat_seconds,
+            max_message_bytes=self.limits.max_message_bytes,
+            lang=self.lang,
+        )
+        self.reply(reply_id, welcome=welcome)
+
+    async def _bind(self, kind: str, msg: gw.ClientMessage, reply_id: JsonId | None) -> None:
+        call = self._call()
+        view: spb.GetViewResponse | None = None
+        after_seq: int
+        if kind == "createRoom":
+            c = msg.create_room
+            created = await self.session.CreateRoom(
+                spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats), **call
+            )
+            room, binding = (
+                created.room,
+                Binding(created.room.room_id, created.seat_token, created.player_id, "player", True),
+            )
+            after_seq = room.last_seq
+        elif kind == "joinRoom":
+            j = msg.join_room
+            joined = await self.session.JoinRoom(spb.JoinRoomRequest(room_id=j.room_id, name=j.name), **call)
+            room = joined.room
+            binding = Binding(
+                room.room_id,
+                joined.seat_token,
+                joined.player_id,
+                "player",
+                room.host_player_id == joined.player_id,
+            )
+            after_seq = room.last_seq
+        elif kind == "spectate":
+            watched = await self.session.Spectate(spb.SpectateRequest(room_id=msg.spectate.room_id), **call)
+            room = watched.room
+            binding = Binding(room.room_id, watched.spectator_token, "", "spectator", False)
+            after_seq = room.last_seq
+            if room.phase != spb.ROOM_PHASE_LOBBY:
+                view = await self.session.GetView(spb.GetViewRequest(token=binding.token), **call)
+                after_seq = view.seq
+        else:
+            r = msg.resume
+            view = await self.session.GetView(spb.GetViewRequest(token=r.token), **call)
+            room = view.room
+            player_id = _identity_of(view)
+            binding = Binding(
+                room.room_id,
+                r.token,
+                player_id,
+                "player" if player_id else "spectator",
+                bool(player_id) and room.host_player_id == player_id,
+            )
+            after_seq = r.after_seq
+            if view.HasField("view") and r.after_seq < view.seq:
+                view = None  # the missed events come first; the stream's view follows them
+        self.binding = binding
+        bind_rpc_fields(room_id=binding.room_id, player_id=binding.player_id)
+        joined_msg = gw.Joined(
+            room_id=binding.room_id,
+            player_id=binding.player_id,
+            token=binding.token,
+            role=binding.role,
+            host=binding.host,
+        )
+        self.reply(reply_id, joined=joined_msg)
+        self._send_room(room, None, force=True)
+        self.last_seq = after_seq
+        if view is not None and view.HasField("view"):
+            self.last_seq = max(self.last_seq, view.seq)
+            self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=view.seq, view=view.view))))
+        self._pump = asyncio.create_task(self._pump_room(binding))
+
+    async def _play(self, play: gw.Play, reply_id: JsonId | None, received: float) -> None:
+        assert self.binding is not None
+        if self.binding.role == "spectator":
+            self.send_error("SPECTATOR_CANNOT_ACT", reply_id, {"clientSeq": str(play.client_seq)})
+            return
+        bind_rpc_fields(client_seq=play.client_seq, card_id=play.action.card_id)
+        resp = await self.session.Play(
+            spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action),
+            **self._call(),
+        )
+        bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
+        played = gw.Played(client_seq=resp.client_seq or play.client_seq, seq=resp.seq)
+        self.deliver(Outgoing(gw.ServerMessage(played=played), reply_id, play_received=received))
+
+    async def _leave(self, reply_id: JsonId | None) -> None:
+        assert self.binding is not None
+        binding = self.binding
+        await self.session.LeaveRoom(spb.LeaveRoomRequest(token=binding.token), **self._call())
+        if self._pump is not None:
+            self._pump.cancel()
+            await _reap(self._pump)
+            self._pump = None
+        self.binding = None
+        self._last_room = None
+        self.last_seq = 0
+        self.reply(reply_id, left=gw.Left(room_id=binding.room_id))
+
+    # -- the room stream ------------------------------------------------------------------------
+
+    def _send_room(self, room: spb.Room, reply_id: JsonId | None, *, force: bool = False) -> None:
+        comparable = spb.Room()
+        comparable.CopyFrom(room)
+        comparable.last_seq = 0
+        comparable.deadline_ms = 0
+        self._bots = {s.player_id for s in room.seats if s.bot}
+        if room.phase == spb.ROOM_PHASE_FINISHED:
+            self._finished = True
+        if not force and comparable == self._last_room:
+            return
+        self._last_room = comparable
+        self.deliver(Outgoing(gw.ServerMessage(room=gw.RoomUpdate(room=room)), reply_id))
+
+    async def _pump_room(self, binding: Binding) -> None:
+        """Follow the room through Subscribe, resubscribing after ``last_seq`` when the stream breaks."""
+        backoff = 0.2
+        while not self._closing and self.binding is binding:
+            try:
+                stream = self.session.Subscribe(
+                    spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq), metadata=self._meta()
+                )
+                async for item in stream:
+                    await self._on_stream_item(binding, item)
+                    backoff = 0.2
+                if self._finished:
+                    return
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+                if code in _FINAL_SUBSCRIBE_CODES:
+                    self.send_service_error(to_service_error(exc, default_domain="gateway.ninetynine"), None)
+                    return
+                log.info(
+                    "subscribe broken; retrying",
+                    room_id=binding.room_id,
+                    code=code.name,
+                    after_seq=self.last_seq,
+                )
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
+        which = item.WhichOneof("item")
+        if which == "event":
+            ev = item.event
+            if ev.seq <= self.last_seq:
+                return  # already delivered before a resubscribe
+            self.last_seq = ev.seq
+            kind = ev.WhichOneof("kind")
+            if kind == "game":
+                source = ""
+                payload = ev.game.WhichOneof("payload")
+                if payload == "card_played":
+                    pid = ev.game.card_played.player_id
+                    source = "timeout" if pid in self._timed_out else "bot" if pid in self._bots else "player"
+                    self._timed_out.discard(pid)
+                elif payload == "game_finished":
+                    self._finished = True
+                self.deliver(
+                    Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=source)))
+                )
+            elif kind == "timeout_applied":
+                self._timed_out.add(ev.timeout_applied.player_id)
+        elif which == "view":
+            update = item.view
+            if update.HasField("room"):
+                self._send_room(update.room, None)
+            else:
+                room = await self.session.GetRoom(spb.GetRoomRequest(room_id=binding.room_id), **self._call())
+                self._send_room(room.room, None)
+            if update.HasField("view"):
+                self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))
+        elif which == "snapshot":
+            self.last_seq = max(self.last_seq, item.snapshot.seq)
+            self.deliver(Outgoing(gw.ServerMessage(snapshot=item.snapshot)))
+
+
+async def _reap(task: asyncio.Task[None]) -> None:
+    """Wait for a cancelled task; its own failure was logged where it happened."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    except (grpc.RpcError, ConnectionError, OSError, RuntimeError) as exc:
+        log.info("background task ended with an error", error=str(exc))
+
+
+def _identity_of(view: spb.GetViewResponse) -> str:
+    """The player id behind a token: the session's answer when it names it, else the view's viewer."""
+    if "player_id" in view.DESCRIPTOR.fields_by_name:
+        named = str(view.player_id)  # type: ignore[attr-defined]
+        if named:
+            return named
+    return view.view.viewer_id if view.HasField("view") else ""

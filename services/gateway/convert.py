@@ -1,0 +1,480 @@
+"""The one converter between the gateway's protobuf messages and the JSON client protocol.
+
+The gateway's core works on ``ninetynine.gateway.v1`` messages only (``ClientMessage`` in,
+``ServerMessage`` out), whose game parts are the session's and the engine's own messages. The
+gRPC transport sends them as they are; the WebSocket transport turns them into the JSON of
+docs/client-protocol.md here, once per message. JSON coming in has already passed the JSON
+Schema (:mod:`services.gateway.protocol`), so the client direction only maps names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session.v1 import session_service_pb2 as spb
+
+from services.engine.convert import options_from_proto, options_to_proto
+from services.engine.rules import Options
+
+__all__ = [
+    "JsonId",
+    "action_json",
+    "client_from_json",
+    "event_json",
+    "options_json",
+    "room_json",
+    "room_summary_json",
+    "server_json",
+    "server_text",
+    "view_json",
+]
+
+# A client's request id as it came: a string or a non-negative integer.
+JsonId = str | int
+
+_MODE = {game_pb2.MODE_KR_PRODUCT: "kr-product", game_pb2.MODE_CLASSIC: "classic"}
+_KIND = {
+    game_pb2.CARD_KIND_ADD: "add",
+    game_pb2.CARD_KIND_PLUS_MINUS: "plusMinus",
+    game_pb2.CARD_KIND_REVERSE: "reverse",
+    game_pb2.CARD_KIND_ZERO: "zero",
+    game_pb2.CARD_KIND_HOLD: "hold",
+    game_pb2.CARD_KIND_MINUS: "minus",
+    game_pb2.CARD_KIND_ACE: "ace",
+    game_pb2.CARD_KIND_TO99: "to99",
+    game_pb2.CARD_KIND_JOKER: "joker",
+}
+_SIGN = {game_pb2.SIGN_PLUS: "+", game_pb2.SIGN_MINUS: "-"}
+_SIGN_IN = {"+": game_pb2.SIGN_PLUS, "-": game_pb2.SIGN_MINUS}
+_DIR_CHOICE = {game_pb2.DIRECTION_CHOICE_KEEP: "keep", game_pb2.DIRECTION_CHOICE_REVERSE: "reverse"}
+_DIR_CHOICE_IN = {"keep": game_pb2.DIRECTION_CHOICE_KEEP, "reverse": game_pb2.DIRECTION_CHOICE_REVERSE}
+_DIRECTION = {game_pb2.DIRECTION_CLOCKWISE: 1, game_pb2.DIRECTION_COUNTERCLOCKWISE: -1}
+_ROUND_REASON = {
+    events_pb2.ROUND_REASON_SETUP: "setup",
+    events_pb2.ROUND_REASON_LIFE_LOST: "lifeLost",
+    events_pb2.ROUND_REASON_RESET: "reset",
+}
+_ELIMINATION_REASON = {
+    events_pb2.ELIMINATION_REASON_NO_PLAYABLE_CARD: "noPlayableCard",
+    events_pb2.ELIMINATION_REASON_NO_LIVES_LEFT: "noLivesLeft",
+    events_pb2.ELIMINATION_REASON_LOST_ON_THE_BOARD: "lostOnTheBoard",
+}
+_PHASE = {state_pb2.PHASE_PLAYING: "playing", state_pb2.PHASE_FINISHED: "finished"}
+_ROOM_PHASE = {
+    spb.ROOM_PHASE_LOBBY: "waiting",
+    spb.ROOM_PHASE_PLAYING: "playing",
+    spb.ROOM_PHASE_FINISHED: "finished",
+}
+_SNAPSHOT_REASON = {"GAP_TOO_OLD": "gapTooOld"}
+
+# -- game values -------------------------------------------------------------------------------
+
+
+def options_json(msg: game_pb2.Options) -> dict[str, object]:
+    """Every spec §2 key with the value the engine writes (``auto`` kept, switches on/off)."""
+    return options_from_proto(msg).to_mapping()
+
+
+def card_json(card: game_pb2.Card) -> dict[str, object]:
+    return {"id": card.id, "kind": _KIND.get(card.kind, "add"), "value": card.value, "face": card.face}
+
+
+def choice_json(action: game_pb2.Action) -> dict[str, object]:
+    """The choice part of an action (``{"sign": "-"}``; empty for cards without one)."""
+    choice: dict[str, object] = {}
+    if action.sign in _SIGN:
+        choice["sign"] = _SIGN[action.sign]
+    if action.HasField("ace_value"):
+        choice["aceValue"] = action.ace_value
+    if action.HasField("joker_value"):
+        choice["jokerValue"] = action.joker_value
+    if action.dir in _DIR_CHOICE:
+        choice["dir"] = _DIR_CHOICE[action.dir]
+    return choice
+
+
+def action_json(action: game_pb2.Action) -> dict[str, object]:
+    return {"cardId": action.card_id, **choice_json(action)}
+
+
+def action_from_json(raw: Mapping[str, Any], out: game_pb2.Action) -> None:
+    out.card_id = str(raw["cardId"])
+    if "sign" in raw:
+        out.sign = _SIGN_IN[raw["sign"]]
+    if "aceValue" in raw:
+        out.ace_value = int(raw["aceValue"])
+    if "jokerValue" in raw:
+        out.joker_value = int(raw["jokerValue"])
+    if "dir" in raw:
+        out.dir = _DIR_CHOICE_IN[raw["dir"]]
+
+
+def _round_or_none(msg: Any, field: str) -> int | None:
+    return int(getattr(msg, field)) if msg.HasField(field) else None
+
+
+def result_json(result: game_pb2.GameResult) -> dict[str, object]:
+    return {
+        "ranking": [
+            {
+                "player": r.player_id,
+                "rank": r.rank,
+                "livesLost": r.lives_lost,
+                "eliminatedAtRound": _round_or_none(r, "eliminated_at_round"),
+            }
+            for r in result.ranking
+        ],
+        "winner": list(result.winner),
+        "summary": result.summary,
+        "summaryEn": result.summary_en,
+        "finalTotal": result.final_total,
+    }
+
+
+def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
+    """An engine event as ``Event.to_dict()`` writes it (``{"type": ..., **data}``)."""
+    kind = event.WhichOneof("payload")
+    if kind == "game_started":
+        g = event.game_started
+        return {
+            "type": "gameStarted",
+            "stateVersion": g.state_version,
+            "mode": _MODE.get(g.mode, "kr-product"),
+            "options": options_json(g.options),
+            "seats": list(g.seats),
+            "handSize": g.hand_size,
+            "lives": g.lives,
+            "deckSize": g.deck_size,
+            "seedCommitment": g.seed_commitment,
+        }
+    if kind == "hand_dealt":
+        h = event.hand_dealt
+        return {
+            "type": "handDealt",
+            "player": h.player_id,
+            "round": h.round,
+            "cards": [card_json(c) for c in h.cards],
+        }
+    if kind == "round_started":
+        r = event.round_started
+        return {
+            "type": "roundStarted",
+            "round": r.round,
+            "starter": r.starter,
+            "total": r.total,
+            "reason": _ROUND_REASON.get(r.reason, "setup"),
+            "handCounts": {c.player_id: c.count for c in r.hand_counts},
+            "drawPileCount": r.draw_pile_count,
+        }
+    if kind == "turn_started":
+        t = event.turn_started
+        return {
+            "type": "turnStarted",
+            "player": t.player_id,
+            "total": t.total,
+            "direction": _DIRECTION.get(t.direction, 1),
+            "turnStartedAt": t.turn_started_at_ms,
+            "deadline": t.deadline_ms,
+        }
+    if kind == "card_played":
+        p = event.card_played
+        played: dict[str, object] = {
+            "type": "cardPlayed",
+            "player": p.player_id,
+            "cardId": p.action.card_id,
+            "face": p.face,
+            "kind": _KIND.get(p.kind, "add"),
+            "before": p.before,
+            "total": p.total,
+            "choice": choice_json(p.action),
+            "seq": p.seq,
+        }
+        if source:
+            played["source"] = source
+        return played
+    if kind == "direction_changed":
+        d = event.direction_changed
+        return {
+            "type": "directionChanged",
+            "player": d.player_id,
+            "direction": _DIRECTION.get(d.direction, 1),
+        }
+    if kind == "card_drawn":
+        c = event.card_drawn
+        drawn: dict[str, object] = {"type": "cardDrawn", "player": c.player_id}
+        if c.HasField("card"):
+            drawn["card"] = card_json(c.card)
+        return drawn
+    if kind == "reshuffled":
+        return {"type": "reshuffled", "count": event.reshuffled.count, "total": event.reshuffled.total}
+    if kind == "life_lost":
+        lost = event.life_lost
+        return {
+            "type": "lifeLost",
+            "player": lost.player_id,
+            "left": lost.left,
+            "onBoard": lost.on_board,
+            "total": lost.total,
+        }
+    if kind == "eliminated":
+        e = event.eliminated
+        return {
+            "type": "eliminated",
+            "player": e.player_id,
+            "round": e.round,
+            "handCount": e.hand_count,
+            "total": e.total,
+            "reason": _ELIMINATION_REASON.get(e.reason, "noPlayableCard"),
+            "remaining": e.remaining,
+        }
+    if kind == "game_finished":
+        f = event.game_finished
+        return {"type": "gameFinished", **result_json(f.result), "seed": str(f.seed)}
+    raise ValueError(f"event without a payload: {event!r}")
+
+
+def view_json(view: view_pb2.GameView) -> dict[str, object]:
+    """``player_view`` of the rules engine (spectators: the public view with ``viewer: null``)."""
+    out: dict[str, object] = {
+        "stateVersion": view.state_version,
+        "mode": _MODE.get(view.mode, "kr-product"),
+        "options": options_json(view.options),
+        "seq": view.seq,
+        "phase": _PHASE.get(view.phase, "playing"),
+        "round": view.round,
+        "total": view.total,
+        "direction": _DIRECTION.get(view.direction, 1),
+        "current": view.current,
+        "turnStartedAt": view.turn_started_at_ms,
+        "deadline": view.deadline_ms,
+        "players": [
+            {
+                "id": p.id,
+                "name": p.name or p.id,
+                "seat": p.seat,
+                "handCount": p.hand_count,
+                "lives": p.lives,
+                "alive": p.alive,
+                "onBoard": p.on_board,
+                "livesLost": p.lives_lost,
+                "eliminatedAtRound": _round_or_none(p, "eliminated_at_round"),
+            }
+            for p in view.players
+        ],
+        "eliminationOrder": list(view.elimination_order),
+        "drawPileCount": view.draw_pile_count,
+        "discardCount": view.discard_count,
+        "recentPlays": [
+            {
+                "player": r.player_id,
+                "cardId": r.action.card_id,
+                "face": r.face,
+                "before": r.before,
+                "total": r.total,
+                "choice": choice_json(r.action),
+            }
+            for r in view.recent_plays
+        ],
+        "seedCommitment": view.seed_commitment,
+    }
+    if view.phase == state_pb2.PHASE_FINISHED:
+        out["seed"] = str(view.seed)
+        out["result"] = result_json(view.result)
+    if not view.viewer_id:
+        out["viewer"] = None
+        return out
+    out["viewer"] = view.viewer_id
+    hand: list[dict[str, object]] = []
+    for entry in view.hand:
+        card: dict[str, object] = {
+            "card": card_json(entry.card),
+            "playable": entry.playable,
+            "choices": [
+                {
+                    "action": action_json(c.action),
+                    "result": c.result_total,
+                    "legal": c.legal,
+                    "reason": c.reason or None,
+                }
+                for c in entry.choices
+            ],
+        }
+        if entry.HasField("joker_min") and entry.HasField("joker_max"):
+            card["jokerRange"] = {"min": entry.joker_min, "max": entry.joker_max}
+        hand.append(card)
+    out["hand"] = hand
+    out["myTurn"] = view.my_turn
+    out["legalPlays"] = [
+        {"action": action_json(p.action), "result": p.result_total} for p in view.legal_plays
+    ]
+    return out
+
+
+# -- rooms -------------------------------------------------------------------------------------
+
+
+def room_json(room: spb.Room) -> dict[str, object]:
+    return {
+        "roomId": room.room_id,
+        "phase": _ROOM_PHASE.get(room.phase, "waiting"),
+        "hostId": room.host_player_id,
+        "options": options_json(room.options),
+        "seats": [
+            {"playerId": s.player_id, "name": s.name or s.player_id, "bot": s.bot, "connected": s.connected}
+            for s in room.seats
+        ],
+        "maxSeats": room.max_seats,
+        "spectators": room.spectator_count,
+    }
+
+
+def room_summary_json(room: spb.Room) -> dict[str, object]:
+    host = next((s for s in room.seats if s.player_id == room.host_player_id), None)
+    return {
+        "roomId": room.room_id,
+        "phase": _ROOM_PHASE.get(room.phase, "waiting"),
+        "hostName": (host.name or host.player_id) if host is not None else room.host_player_id,
+        "seated": len(room.seats),
+        "maxSeats": room.max_seats,
+        "mode": _MODE.get(room.options.mode, "kr-product"),
+    }
+
+
+def replay_json(room_id: str, replay: spb.GetReplayResponse) -> dict[str, object]:
+    """The finished game's log: every event once (a private event, not its redacted twin)."""
+    names = replay.display_names
+    events = [
+        {"seq": e.seq, "event": event_json(e.game)}
+        for e in replay.events
+        if e.WhichOneof("kind") == "game" and e.game.audience != events_pb2.AUDIENCE_EXCEPT
+    ]
+    return {
+        "roomId": room_id,
+        "seed": str(replay.seed),
+        "players": [{"id": pid, "name": names.get(pid) or pid} for pid in replay.player_ids],
+        "events": events,
+    }
+
+
+# -- whole messages ----------------------------------------------------------------------------
+
+
+def server_json(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> dict[str, object]:
+    """A server message as the JSON object of the protocol (``reply_id`` echoes the client's id)."""
+    kind = msg.WhichOneof("kind")
+    body: dict[str, object]
+    if kind == "welcome":
+        w = msg.welcome
+        body = {
+            "protocolVersion": w.protocol_version,
+            "heartbeatSeconds": w.heartbeat_seconds,
+            "maxMessageBytes": w.max_message_bytes,
+            "lang": w.lang,
+        }
+    elif kind == "joined":
+        j = msg.joined
+        spectator = j.role == "spectator"
+        body = {
+            "roomId": j.room_id,
+            "playerId": None if spectator else j.player_id,
+            "token": j.token,
+            "role": j.role,
+            "host": j.host and not spectator,
+        }
+    elif kind == "room":
+        body = {"room": room_json(msg.room.room)}
+    elif kind == "rooms":
+        body = {"rooms": [room_summary_json(r) for r in msg.rooms.rooms]}
+    elif kind == "event":
+        body = {"seq": msg.event.seq, "event": event_json(msg.event.event, msg.event.source)}
+    elif kind == "view":
+        body = {"seq": msg.view.seq, "view": view_json(msg.view.view)}
+    elif kind == "snapshot":
+        body = {
+            "seq": msg.snapshot.seq,
+            "reason": _SNAPSHOT_REASON.get(msg.snapshot.reason, "gapTooOld"),
+        }
+    elif kind == "played":
+        body = {"clientSeq": msg.played.client_seq, "seq": msg.played.seq}
+    elif kind == "left":
+        body = {"roomId": msg.left.room_id}
+    elif kind == "replay":
+        body = replay_json(msg.replay.room_id, msg.replay.replay)
+    elif kind == "pong":
+        body = {}
+    elif kind == "goodbye":
+        body = {"reason": msg.goodbye.reason, "retryAfterMs": msg.goodbye.retry_after_ms}
+    elif kind == "error":
+        e = msg.error
+        body = {"reason": e.reason, "message": e.message, "metadata": dict(e.metadata), "fatal": e.fatal}
+    else:
+        raise ValueError(f"server message without a kind: {msg!r}")
+    out: dict[str, object] = {"type": kind}
+    if reply_id is not None:
+        out["id"] = reply_id
+    out.update(body)
+    return out
+
+
+def server_text(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> str:
+    """The WebSocket text frame for ``msg`` (compact UTF-8 JSON)."""
+    return json.dumps(server_json(msg, reply_id), ensure_ascii=False, separators=(",", ":"))
+
+
+_CLIENT_FIELDS = {
+    "hello": "hello",
+    "createRoom": "create_room",
+    "joinRoom": "join_room",
+    "spectate": "spectate",
+    "resume": "resume",
+    "listRooms": "list_rooms",
+    "addBot": "add_bot",
+    "startGame": "start_game",
+    "leaveRoom": "leave_room",
+    "play": "play",
+    "getReplay": "get_replay",
+    "ping": "ping",
+}
+CLIENT_TYPES = frozenset(_CLIENT_FIELDS)
+# The protocol's type name of each ClientMessage oneof field (for logs and metrics).
+CLIENT_TYPE_OF_FIELD = {field: name for name, field in _CLIENT_FIELDS.items()}
+
+
+def client_from_json(raw: Mapping[str, Any]) -> gw.ClientMessage:
+    """A schema-valid JSON client message as a ``ClientMessage`` (the id is kept by the caller).
+
+    Options go through the rules engine's own parser, so a key or value it does not know is a
+    ``RuleError`` (INVALID_OPTION), exactly as for a native client.
+    """
+    kind = str(raw["type"])
+    msg = gw.ClientMessage()
+    if kind == "hello":
+        msg.hello.lang = str(raw.get("lang", "ko"))
+        msg.hello.client = str(raw.get("client", ""))
+    elif kind == "createRoom":
+        msg.create_room.name = str(raw["name"])
+        msg.create_room.seats = int(raw["seats"])
+        options = Options.from_mapping(raw.get("options", {}))
+        msg.create_room.options.CopyFrom(options_to_proto(options))
+    elif kind == "joinRoom":
+        msg.join_room.room_id = str(raw["roomId"])
+        msg.join_room.name = str(raw["name"])
+    elif kind == "spectate":
+        msg.spectate.room_id = str(raw["roomId"])
+    elif kind == "resume":
+        msg.resume.token = str(raw["token"])
+        msg.resume.after_seq = int(raw["afterSeq"])
+    elif kind == "play":
+        msg.play.client_seq = int(raw["clientSeq"])
+        action_from_json(raw["action"], msg.play.action)
+    elif kind == "getReplay":
+        msg.get_replay.room_id = str(raw["roomId"])
+    elif kind in _CLIENT_FIELDS:
+        getattr(msg, _CLIENT_FIELDS[kind]).SetInParent()
+    else:
+        raise ValueError(f"unknown client message type {kind!r}")
+    return msg

@@ -1,0 +1,147 @@
+"""Parsing client frames and the gateway's own refusals (docs/client-protocol.md §1, §5 errors).
+
+A frame becomes a ``ClientMessage`` only after it passed the JSON Schema
+(``services/gateway/schema/client-protocol.schema.json``) for its ``type``; everything else
+becomes a :class:`ProtocolError` with a stable reason, a Korean and an English text, and the
+facts in ``metadata``. Nothing in here raises anything else on client input.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+
+from services.common.errors import Lang
+from services.engine.rules import RuleError
+from services.gateway.convert import CLIENT_TYPES, JsonId, client_from_json
+
+__all__ = [
+    "GATEWAY_TEXTS",
+    "PROTOCOL_VERSION",
+    "SCHEMA_PATH",
+    "ProtocolError",
+    "gateway_message",
+    "parse_text",
+    "reply_id_of",
+    "schema",
+    "server_validator",
+]
+
+PROTOCOL_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "client-protocol.schema.json"
+
+# reason -> (ko, en); "{limit}" and the like are filled from the error's metadata.
+GATEWAY_TEXTS: dict[str, tuple[str, str]] = {
+    "MALFORMED_MESSAGE": ("메시지 형식이 올바르지 않아요", "The message is not valid"),
+    "UNKNOWN_TYPE": ("알 수 없는 메시지 종류예요", "Unknown message type"),
+    "MESSAGE_TOO_LARGE": ("메시지가 너무 커요 (최대 {limit}바이트)", "Message too large (max {limit} bytes)"),
+    "RATE_LIMITED": ("메시지를 너무 빨리 보내고 있어요", "Too many messages; slow down"),
+    "NOT_IN_ROOM": ("먼저 방에 들어가 주세요", "Join or create a room first"),
+    "ALREADY_IN_ROOM": ("이미 방에 들어와 있어요", "This connection is already in a room"),
+    "UNAVAILABLE": (
+        "서버가 잠시 바빠요. 곧 다시 시도해 주세요",
+        "The service is briefly unavailable; retry",
+    ),
+    "SPECTATOR_CANNOT_ACT": ("관전 중에는 카드를 낼 수 없어요", "Spectators cannot play"),
+}
+
+# ErrorInfo metadata values echo client input: keep them within the schema's limits.
+MAX_METADATA_VALUE = 200
+MAX_METADATA_KEYS = 20
+
+
+def gateway_message(reason: str, lang: Lang, metadata: dict[str, str] | None = None) -> str:
+    ko, en = GATEWAY_TEXTS[reason]
+    text = en if lang == "en" else ko
+    try:
+        return text.format(**(metadata or {}))
+    except (KeyError, IndexError):
+        return text
+
+
+@dataclass
+class ProtocolError(Exception):
+    """A refused client frame. ``fatal`` closes the connection after the error is sent."""
+
+    reason: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    reply_id: JsonId | None = None
+    fatal: bool = False
+
+    def __post_init__(self) -> None:
+        super().__init__(self.reason)
+
+
+@cache
+def schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
+def _validator(ref: str) -> jsonschema.protocols.Validator:
+    # The root schema with the one definition as its target: errors then name the fields of
+    # that message instead of "is not valid under any of the given schemas".
+    root = dict(schema())
+    root.pop("oneOf", None)
+    root["$ref"] = f"#/$defs/{ref}"
+    cls = jsonschema.validators.validator_for(root)
+    return cls(root, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+
+
+def server_validator() -> jsonschema.protocols.Validator:
+    """A validator for server messages (``#/$defs/ServerMessage``); tests check every frame with it."""
+    return _validator("ServerMessage")
+
+
+def reply_id_of(raw: object) -> JsonId | None:
+    """The client's ``id`` when it is a usable one (string 1–64 characters or integer ≥ 0)."""
+    if not isinstance(raw, dict):
+        return None
+    value = raw.get("id")
+    if isinstance(value, str) and 1 <= len(value) <= 64:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1:
+        return value
+    return None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_METADATA_VALUE else text[: MAX_METADATA_VALUE - 1] + "…"
+
+
+def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
+    """A text frame as ``(ClientMessage, reply_id)``; raises :class:`ProtocolError` otherwise."""
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"not JSON: {exc}")}) from None
+    if not isinstance(raw, dict):
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": "a message must be a JSON object"})
+    reply_id = reply_id_of(raw)
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": "missing string field 'type'"}, reply_id)
+    if kind not in CLIENT_TYPES:
+        raise ProtocolError("UNKNOWN_TYPE", {"type": _short(kind)}, reply_id)
+    error = jsonschema.exceptions.best_match(_validator(kind).iter_errors(raw))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(message)"
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"{where}: {error.message}")}, reply_id)
+    try:
+        return client_from_json(raw), reply_id
+    except RuleError as exc:  # an option the engine refuses although the schema let it pass
+        meta = {k: _short(v) for k, v in exc.meta.items()}
+        raise ProtocolError(exc.reason.value, meta, reply_id) from None
+
+
+def clean_metadata(metadata: dict[str, str]) -> dict[str, str]:
+    """At most 20 keys, each value at most 200 characters (the schema's error limits)."""
+    items = list(metadata.items())[:MAX_METADATA_KEYS]
+    return {str(k): _short(str(v)) for k, v in items}

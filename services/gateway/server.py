@@ -1,0 +1,332 @@
+"""The gateway: WebSocket (``/ws``, JSON) and gRPC (``GatewayService.Connect``) clients in, session calls out.
+
+Both transports wrap the same :class:`~services.gateway.connection.Connection`; the WebSocket
+one turns messages into the JSON of docs/client-protocol.md through
+:mod:`services.gateway.convert`. The HTTP side also serves the web table (``/`` and the static
+files) and ``/healthz``. The gRPC port carries health and reflection.
+
+Shutdown (SIGTERM/SIGINT): health NOT_SERVING, ``goodbye{serverShutdown, retryAfterMs}`` to
+every client, close them, stop the listeners (in-flight calls get ``grace`` seconds), close the
+session channel, exit 0.
+
+Run it with ``ninety-nine gateway --port 8080 --grpc-port 50053 --session localhost:50052``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import grpc.aio
+from aiohttp import WSMsgType, web
+from grpc_health.v1 import health_pb2
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from services.common.config import add_env_argument
+from services.common.grpcclient import create_channel
+from services.common.grpcserver import HealthServicer, create_server
+from services.common.interceptors import CanonicalLogInterceptor
+from services.common.logging import configure_logging, get_logger
+from services.common.metrics import start_metrics_server
+from services.gateway.connection import CLOSE_SHUTDOWN, Connection
+from services.gateway.convert import JsonId, server_text
+from services.gateway.limits import Limits
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.protocol import ProtocolError, parse_text
+
+__all__ = ["GATEWAY_SERVICE_NAME", "Gateway", "RunningGateway", "add_parser", "start_gateway"]
+
+GATEWAY_SERVICE_NAME: str = gw.DESCRIPTOR.services_by_name["GatewayService"].full_name
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+# aiohttp refuses frames above this by itself (close 1009, no goodbye); below it the gateway
+# answers oversized frames with its own errors.
+WS_READ_LIMIT = 1024 * 1024
+
+log = get_logger(__name__)
+
+
+class WebSocketTransport:
+    protocol = "ws"
+
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self.ws = ws
+
+    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
+        await self.ws.send_str(server_text(msg, reply_id))
+
+    async def close(self, code: int) -> None:
+        await self.ws.close(code=code)
+
+
+class GrpcTransport:
+    protocol = "grpc"
+
+    def __init__(self, context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse]) -> None:
+        self.context = context
+        self.done = asyncio.Event()
+
+    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
+        if reply_id is not None:
+            msg.id = str(reply_id)
+        await self.context.write(gw.ConnectResponse(message=msg))
+
+    async def close(self, code: int) -> None:
+        self.done.set()
+
+
+def _parse_grpc(request: gw.ConnectRequest) -> tuple[gw.ClientMessage, JsonId | None]:
+    msg = request.message
+    reply_id: JsonId | None = msg.id if 1 <= len(msg.id) <= 64 else None
+    if msg.WhichOneof("kind") is None:
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": "the message names no kind"}, reply_id)
+    if msg.WhichOneof("kind") == "play" and msg.play.client_seq < 1:
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": "play.client_seq must be >= 1"}, reply_id)
+    return msg, reply_id
+
+
+@dataclass
+class Gateway:
+    """The shared state of one gateway process: the session stub, the limits, live connections."""
+
+    session: spb_grpc.SessionServiceStub
+    limits: Limits = field(default_factory=Limits)
+    metrics: GatewayMetrics = field(default_factory=GatewayMetrics.create)
+    connections: set[Connection] = field(default_factory=set)
+    draining: bool = False
+
+    def _open(self, connection: Connection) -> Connection:
+        connection.start()
+        self.connections.add(connection)
+        return connection
+
+    async def shutdown_clients(self) -> None:
+        """Tell every client to reconnect elsewhere, then close them (in parallel)."""
+        self.draining = True
+        retry = self.limits.shutdown_retry_after_ms
+        await asyncio.gather(
+            *(
+                c.close_with("serverShutdown", CLOSE_SHUTDOWN, retry_after_ms=retry)
+                for c in list(self.connections)
+            ),
+            return_exceptions=True,
+        )
+
+    # -- HTTP / WebSocket ----------------------------------------------------------------------
+
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
+        if self.draining:
+            raise web.HTTPServiceUnavailable(text="draining")
+        ws = web.WebSocketResponse(max_msg_size=WS_READ_LIMIT, autoping=True)
+        await ws.prepare(request)
+        connection = self._open(Connection(WebSocketTransport(ws), self.session, self.limits, self.metrics))
+        try:
+            async for frame in ws:
+                if frame.type == WSMsgType.TEXT:
+                    text: str = frame.data
+                    await connection.on_frame(len(text.encode("utf-8")), lambda t=text: parse_text(t))
+                elif frame.type == WSMsgType.BINARY:
+                    await connection.on_frame(len(frame.data), _refuse_binary)
+                elif frame.type == WSMsgType.ERROR:
+                    break
+                if connection.closed.is_set():
+                    break
+        finally:
+            self.connections.discard(connection)
+            await connection.finish()
+            if not ws.closed:
+                await ws.close()
+        return ws
+
+    async def healthz(self, _request: web.Request) -> web.Response:
+        if self.draining:
+            return web.json_response({"status": "draining"}, status=503)
+        return web.json_response({"status": "ok", "connections": len(self.connections)})
+
+    async def index(self, _request: web.Request) -> web.StreamResponse:
+        index = STATIC_DIR / "index.html"
+        if not index.is_file():
+            raise web.HTTPNotFound(text="the web table is not installed (services/gateway/static/index.html)")
+        return web.FileResponse(index)
+
+    def web_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/", self.index)
+        app.router.add_get("/ws", self.websocket)
+        app.router.add_get("/healthz", self.healthz)
+        if STATIC_DIR.is_dir():
+            app.router.add_static("/", STATIC_DIR, show_index=False)
+        return app
+
+    # -- gRPC ----------------------------------------------------------------------------------
+
+    async def connect(
+        self,
+        requests: AsyncIterator[gw.ConnectRequest],
+        context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse],
+    ) -> None:
+        if self.draining:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
+        transport = GrpcTransport(context)
+        connection = self._open(Connection(transport, self.session, self.limits, self.metrics))
+
+        async def read() -> None:
+            async for request in requests:
+                await connection.on_frame(request.ByteSize(), lambda r=request: _parse_grpc(r))
+                if connection.closed.is_set():
+                    return
+
+        reader = asyncio.create_task(read())
+        closed = asyncio.create_task(connection.closed.wait())
+        try:
+            await asyncio.wait({reader, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, closed):
+                task.cancel()
+            self.connections.discard(connection)
+            await connection.finish()
+
+
+def _refuse_binary() -> tuple[gw.ClientMessage, JsonId | None]:
+    raise ProtocolError("MALFORMED_MESSAGE", {"detail": "binary frames are not accepted; send JSON text"})
+
+
+class _GatewayServicer(gw_grpc.GatewayServiceServicer):
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def Connect(  # type: ignore[override]
+        self,
+        request_iterator: AsyncIterator[gw.ConnectRequest],
+        context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse],
+    ) -> None:
+        await self.gateway.connect(request_iterator, context)
+
+
+@dataclass
+class RunningGateway:
+    """A started gateway (HTTP + gRPC); :meth:`stop` runs the graceful shutdown."""
+
+    gateway: Gateway
+    http_port: int
+    grpc_port: int
+    runner: web.AppRunner
+    grpc_server: grpc.aio.Server
+    health: HealthServicer
+    channel: grpc.aio.Channel
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.gateway.shutdown_clients()
+        await self.runner.cleanup()
+        await self.grpc_server.stop(grace)
+        await self.channel.close()
+
+
+async def start_gateway(
+    *,
+    session_target: str,
+    host: str = "127.0.0.1",
+    http_port: int = 0,
+    grpc_port: int = 0,
+    limits: Limits | None = None,
+    registry: CollectorRegistry | None = REGISTRY,
+) -> RunningGateway:
+    """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones)."""
+    channel = create_channel(session_target)
+    gateway = Gateway(
+        spb_grpc.SessionServiceStub(channel), limits or Limits(), GatewayMetrics.create(registry)
+    )
+    runner = web.AppRunner(gateway.web_app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, http_port)
+    await site.start()
+    server_sockets = site._server.sockets if site._server is not None else ()  # type: ignore[union-attr]
+    bound_http = int(server_sockets[0].getsockname()[1]) if server_sockets else http_port
+    hard = (limits or Limits()).hard_max_message_bytes
+    server, bound_grpc, health = create_server(
+        f"{host}:{grpc_port}",
+        service_names=[GATEWAY_SERVICE_NAME],
+        interceptors=[CanonicalLogInterceptor("gateway")],
+        # A frame far too large ends the stream (RESOURCE_EXHAUSTED), like close 1009 on a WebSocket.
+        options=[("grpc.max_receive_message_length", hard)],
+    )
+    gw_grpc.add_GatewayServiceServicer_to_server(_GatewayServicer(gateway), server)
+    await server.start()
+    for name in ("", GATEWAY_SERVICE_NAME):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningGateway(gateway, bound_http, bound_grpc, runner, server, health, channel)
+
+
+async def serve_gateway(args: argparse.Namespace) -> None:
+    """Run until SIGTERM/SIGINT, then shut down gracefully."""
+    metrics_port = start_metrics_server(args.metrics_port, args.host)
+    limits = Limits(heartbeat_seconds=args.heartbeat_seconds, max_message_bytes=args.max_message_bytes)
+    running = await start_gateway(
+        session_target=args.session,
+        host=args.host,
+        http_port=args.port,
+        grpc_port=args.grpc_port,
+        limits=limits,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    shown_host = "localhost" if args.host in ("0.0.0.0", "::") else args.host
+    log.info(
+        "gateway listening",
+        url=f"http://{shown_host}:{running.http_port}/",
+        grpc_port=running.grpc_port,
+        metrics_port=metrics_port,
+        session=args.session,
+    )
+    print(f"ninety-nine web table: http://{shown_host}:{running.http_port}/", flush=True)
+    try:
+        await stop.wait()
+        log.info("shutting down", clients=len(running.gateway.connections), grace_s=args.grace)
+        await running.stop(args.grace)
+        log.info("gateway stopped")
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    configure_logging("gateway", level=args.log_level)
+    try:
+        asyncio.run(serve_gateway(args))
+    except (RuntimeError, OSError) as exc:  # a port is taken or the host does not exist
+        log.error("gateway failed to start", error=str(exc))
+        return 1
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        "gateway",
+        help="run the client gateway (WebSocket + gRPC) and the web table",
+        description="Serve the web table, the WebSocket JSON protocol at /ws and "
+        "ninetynine.gateway.v1.GatewayService, talking to the session service. "
+        "Every flag can also come from the environment.",
+    )
+    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
+    add_env_argument(parser, "--port", type=int, default=8080, help="HTTP/WebSocket port (0 picks one)")
+    add_env_argument(parser, "--grpc-port", type=int, default=50053, help="gRPC port (0 picks one)")
+    add_env_argument(parser, "--session", default="localhost:50052", help="session service address")
+    add_env_argument(parser, "--metrics-port", type=int, default=9103, help="Prometheus /metrics port")
+    add_env_argument(parser, "--heartbeat-seconds", type=int, default=20, help="client ping interval")
+    add_env_argument(parser, "--max-message-bytes", type=int, default=4096, help="largest client message")
+    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
+    add_env_argument(
+        parser, "--grace", type=float, default=5.0, help="seconds in-flight calls get on SIGTERM"
+    )
+    parser.set_defaults(handler=run_command)
+    return parser
