@@ -14,10 +14,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     from services.engine import server as engine_server
     from services.engine import simulate
+    from services.gateway import server as gateway_server
     from services.session import server as session_server
 
     simulate.add_parser(sub)
     engine_server.add_parser(sub)
+    gateway_server.add_parser(sub)
     session_server.add_parser(sub)
     return parser
 
