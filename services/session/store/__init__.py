@@ -79,4 +79,7 @@ def open_store(url: str) -> RoomStore:
         return _open_sqlite(url)
     if scheme in ("redis", "rediss", "unix"):
         return RedisRoomStore.from_url(url)
-    raise InvalidStoreInput(f"unsupported store URL {url!r}: expected sqlite:///path or redis://host:port/db")
+    # Only the scheme is echoed: a Redis URL may carry a password.
+    raise InvalidStoreInput(
+        f"unsupported store URL scheme {scheme!r}: expected sqlite:///path or redis://host:port/db"
+    )

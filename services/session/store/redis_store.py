@@ -106,10 +106,16 @@ _CLAIM_LUA: Final = """
 local rooms = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
 local out = {}
 for _, room in ipairs(rooms) do
-  redis.call('ZADD', KEYS[1], ARGV[3], room)
-  redis.call('HSET', KEYS[3], room, ARGV[2])
-  out[#out + 1] = room
-  out[#out + 1] = redis.call('HGET', KEYS[2], room)
+  local deadline = redis.call('HGET', KEYS[2], room)
+  if deadline then
+    redis.call('ZADD', KEYS[1], ARGV[3], room)
+    redis.call('HSET', KEYS[3], room, ARGV[2])
+    out[#out + 1] = room
+    out[#out + 1] = deadline
+  else
+    -- a due entry without a deadline cannot be fired; drop it rather than return a hole
+    redis.call('ZREM', KEYS[1], room)
+  end
 end
 return out
 """
@@ -192,7 +198,8 @@ class RedisRoomStore:
         try:
             maxlen = int(options.pop("maxlen", DEFAULT_MAXLEN))
         except ValueError as exc:
-            raise InvalidStoreInput(f"maxlen in {url!r} is not an integer") from exc
+            # The URL is not echoed: it may carry a password.
+            raise InvalidStoreInput("maxlen in the Redis URL is not an integer") from exc
         # Fail fast when Redis is down instead of hanging a player's move.
         options.setdefault("socket_connect_timeout", "2")
         options.setdefault("socket_timeout", "10")

@@ -128,3 +128,17 @@ def test_bad_redis_options_are_refused() -> None:
         RedisRoomStore.from_url(f"{REDIS_URL}?maxlen=lots")
     with pytest.raises(InvalidStoreInput):
         RedisRoomStore.from_url(f"{REDIS_URL}?maxlen=0")
+
+
+async def test_errors_do_not_leak_the_redis_password() -> None:
+    for url in ("redis://:hunter2@127.0.0.1:6379/0?maxlen=x", "memcached://:hunter2@127.0.0.1/0"):
+        with pytest.raises(InvalidStoreInput) as raised:
+            open_store(url)
+        assert "hunter2" not in str(raised.value)
+    store = open_store("redis://:hunter2@127.0.0.1:1/0")
+    try:
+        with pytest.raises(StoreUnavailable) as unavailable:
+            await store.load_room("room-1")
+        assert "hunter2" not in str(unavailable.value)
+    finally:
+        await store.close()
