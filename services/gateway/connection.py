@@ -102,7 +102,7 @@ class Connection:
     def __init__(
         self,
         transport: Transport,
-        session: spb_grpc.SessionServiceStub,
+        session: spb_grpc.SessionServiceAsyncStub,
         limits: Limits,
         metrics: GatewayMetrics,
         *,
@@ -133,6 +133,7 @@ class Connection:
         self._timed_out: set[str] = set()
         self._finished = False
         self._counted = False
+        self._doomed = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -199,6 +200,8 @@ class Connection:
             await self._release()
 
     def _close_soon(self, reason: str, code: int, **kwargs: object) -> None:
+        # Frames still arriving before the close runs are ignored, not counted again.
+        self._doomed = True
         task = asyncio.create_task(self.close_with(reason, code, **kwargs))  # type: ignore[arg-type]
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -207,7 +210,7 @@ class Connection:
 
     def deliver(self, out: Outgoing) -> None:
         """Queue a message; a full queue means a slow client: goodbye slowClient and close."""
-        if self._closing:
+        if self._closing or self._doomed:
             return
         try:
             self._queue.put_nowait(out)
@@ -293,7 +296,7 @@ class Connection:
 
     async def on_frame(self, size: int, parse: Callable[[], tuple[gw.ClientMessage, JsonId | None]]) -> None:
         """Handle one client frame of ``size`` bytes; ``parse`` turns it into a message."""
-        if self._closing:
+        if self._closing or self._doomed:
             return
         now = self.clock()
         self._last_received = now
@@ -357,11 +360,15 @@ class Connection:
             elif kind == "ping":
                 self.reply(reply_id, pong=gw.Pong())
             elif kind == "listRooms":
-                resp = await self.session.ListRooms(spb.ListRoomsRequest(page_size=50), **self._call())
+                resp = await self.session.ListRooms(
+                    spb.ListRoomsRequest(page_size=50), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+                )
                 self.reply(reply_id, rooms=gw.RoomList(rooms=resp.rooms))
             elif kind == "getReplay":
                 room_id = msg.get_replay.room_id
-                replay = await self.session.GetReplay(spb.GetReplayRequest(room_id=room_id), **self._call())
+                replay = await self.session.GetReplay(
+                    spb.GetReplayRequest(room_id=room_id), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+                )
                 self.reply(reply_id, replay=gw.Replay(room_id=room_id, replay=replay))
             elif kind in ("createRoom", "joinRoom", "spectate", "resume"):
                 if self.binding is not None:
@@ -374,11 +381,17 @@ class Connection:
                 extra = {"clientSeq": str(msg.play.client_seq)}
                 await self._play(msg.play, reply_id, received)
             elif kind == "addBot":
-                added = await self.session.AddBot(spb.AddBotRequest(token=self.binding.token), **self._call())
+                added = await self.session.AddBot(
+                    spb.AddBotRequest(token=self.binding.token),
+                    metadata=self._meta(),
+                    timeout=SESSION_TIMEOUT_S,
+                )
                 self._send_room(added.room, reply_id, force=True)
             elif kind == "startGame":
                 started = await self.session.StartGame(
-                    spb.StartGameRequest(token=self.binding.token), **self._call()
+                    spb.StartGameRequest(token=self.binding.token),
+                    metadata=self._meta(),
+                    timeout=SESSION_TIMEOUT_S,
                 )
                 self._send_room(started.room, reply_id, force=True)
             elif kind == "leaveRoom":
@@ -392,9 +405,6 @@ class Connection:
                 self.send_error("UNAVAILABLE", reply_id, {"code": err.code.name, **extra})
             else:
                 self.send_service_error(err, reply_id, extra)
-
-    def _call(self) -> dict[str, object]:
-        return {"metadata": self._meta(), "timeout": SESSION_TIMEOUT_S}
 
     async def _hello(self, hello: gw.Hello, reply_id: JsonId | None) -> None:
         if hello.lang not in ("ko", "en"):
@@ -410,13 +420,14 @@ class Connection:
         self.reply(reply_id, welcome=welcome)
 
     async def _bind(self, kind: str, msg: gw.ClientMessage, reply_id: JsonId | None) -> None:
-        call = self._call()
         view: spb.GetViewResponse | None = None
         after_seq: int
         if kind == "createRoom":
             c = msg.create_room
             created = await self.session.CreateRoom(
-                spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats), **call
+                spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
+                metadata=self._meta(),
+                timeout=SESSION_TIMEOUT_S,
             )
             room, binding = (
                 created.room,
@@ -425,7 +436,11 @@ class Connection:
             after_seq = room.last_seq
         elif kind == "joinRoom":
             j = msg.join_room
-            joined = await self.session.JoinRoom(spb.JoinRoomRequest(room_id=j.room_id, name=j.name), **call)
+            joined = await self.session.JoinRoom(
+                spb.JoinRoomRequest(room_id=j.room_id, name=j.name),
+                metadata=self._meta(),
+                timeout=SESSION_TIMEOUT_S,
+            )
             room = joined.room
             binding = Binding(
                 room.room_id,
@@ -436,16 +451,24 @@ class Connection:
             )
             after_seq = room.last_seq
         elif kind == "spectate":
-            watched = await self.session.Spectate(spb.SpectateRequest(room_id=msg.spectate.room_id), **call)
+            watched = await self.session.Spectate(
+                spb.SpectateRequest(room_id=msg.spectate.room_id),
+                metadata=self._meta(),
+                timeout=SESSION_TIMEOUT_S,
+            )
             room = watched.room
             binding = Binding(room.room_id, watched.spectator_token, "", "spectator", False)
             after_seq = room.last_seq
             if room.phase != spb.ROOM_PHASE_LOBBY:
-                view = await self.session.GetView(spb.GetViewRequest(token=binding.token), **call)
+                view = await self.session.GetView(
+                    spb.GetViewRequest(token=binding.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+                )
                 after_seq = view.seq
         else:
             r = msg.resume
-            view = await self.session.GetView(spb.GetViewRequest(token=r.token), **call)
+            view = await self.session.GetView(
+                spb.GetViewRequest(token=r.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+            )
             room = view.room
             player_id = _identity_of(view)
             binding = Binding(
@@ -483,7 +506,8 @@ class Connection:
         bind_rpc_fields(client_seq=play.client_seq, card_id=play.action.card_id)
         resp = await self.session.Play(
             spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action),
-            **self._call(),
+            metadata=self._meta(),
+            timeout=SESSION_TIMEOUT_S,
         )
         bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
         played = gw.Played(client_seq=resp.client_seq or play.client_seq, seq=resp.seq)
@@ -492,7 +516,9 @@ class Connection:
     async def _leave(self, reply_id: JsonId | None) -> None:
         assert self.binding is not None
         binding = self.binding
-        await self.session.LeaveRoom(spb.LeaveRoomRequest(token=binding.token), **self._call())
+        await self.session.LeaveRoom(
+            spb.LeaveRoomRequest(token=binding.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+        )
         if self._pump is not None:
             self._pump.cancel()
             await _reap(self._pump)
@@ -571,7 +597,11 @@ class Connection:
             if update.HasField("room"):
                 self._send_room(update.room, None)
             else:
-                room = await self.session.GetRoom(spb.GetRoomRequest(room_id=binding.room_id), **self._call())
+                room = await self.session.GetRoom(
+                    spb.GetRoomRequest(room_id=binding.room_id),
+                    metadata=self._meta(),
+                    timeout=SESSION_TIMEOUT_S,
+                )
                 self._send_room(room.room, None)
             if update.HasField("view"):
                 self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ def _parse_grpc(request: gw.ConnectRequest) -> tuple[gw.ClientMessage, JsonId | 
 class Gateway:
     """The shared state of one gateway process: the session stub, the limits, live connections."""
 
-    session: spb_grpc.SessionServiceStub
+    session: spb_grpc.SessionServiceAsyncStub
     limits: Limits = field(default_factory=Limits)
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics.create)
     connections: set[Connection] = field(default_factory=set)
@@ -131,7 +132,7 @@ class Gateway:
             async for frame in ws:
                 if frame.type == WSMsgType.TEXT:
                     text: str = frame.data
-                    await connection.on_frame(len(text.encode("utf-8")), lambda t=text: parse_text(t))
+                    await connection.on_frame(len(text.encode("utf-8")), functools.partial(parse_text, text))
                 elif frame.type == WSMsgType.BINARY:
                     await connection.on_frame(len(frame.data), _refuse_binary)
                 elif frame.type == WSMsgType.ERROR:
@@ -179,7 +180,7 @@ class Gateway:
 
         async def read() -> None:
             async for request in requests:
-                await connection.on_frame(request.ByteSize(), lambda r=request: _parse_grpc(r))
+                await connection.on_frame(request.ByteSize(), functools.partial(_parse_grpc, request))
                 if connection.closed.is_set():
                     return
 
@@ -227,7 +228,7 @@ class RunningGateway:
         await self.gateway.shutdown_clients()
         await self.runner.cleanup()
         await self.grpc_server.stop(grace)
-        await self.channel.close()
+        await self.channel.close(None)
 
 
 async def start_gateway(
@@ -248,7 +249,7 @@ async def start_gateway(
     await runner.setup()
     site = web.TCPSite(runner, host, http_port)
     await site.start()
-    server_sockets = site._server.sockets if site._server is not None else ()  # type: ignore[union-attr]
+    server_sockets = getattr(site._server, "sockets", None) or ()
     bound_http = int(server_sockets[0].getsockname()[1]) if server_sockets else http_port
     hard = (limits or Limits()).hard_max_message_bytes
     server, bound_grpc, health = create_server(

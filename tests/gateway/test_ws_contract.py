@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.gateway.server import RunningGateway
-from tests.gateway.conftest import GatewayFactory, WsClient, WsFactory
+from tests.gateway.conftest import WsClient, WsFactory
 
 
 async def _create_table(client: WsClient, *, bots: int = 2, lang: str = "ko") -> dict[str, Any]:
@@ -36,7 +36,8 @@ async def _play_to_the_end(client: WsClient, me: str) -> dict[str, Any]:
         if message["type"] == "event" and message["event"]["type"] == "gameFinished":
             # The batch's view follows its last event.
             await client.until(lambda m: m["type"] == "view" and m["view"]["phase"] == "finished")
-            return message["event"]
+            finished: dict[str, Any] = message["event"]
+            return finished
         if message["type"] == "view" and message["view"].get("myTurn") and message["view"]["legalPlays"]:
             assert message["view"]["viewer"] == me
             client_seq += 1

@@ -1,0 +1,199 @@
+"""The gRPC ``GatewayService.Connect`` stream against real engine, session and gateway servers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import grpc
+import grpc.aio
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ninetynine.engine.v1 import state_pb2
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
+from ninetynine.session.v1 import session_service_pb2 as spb
+
+from services.gateway.connection import Connection
+from services.gateway.convert import JsonId, server_json
+from services.gateway.limits import Limits
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.protocol import server_validator
+from services.gateway.server import GATEWAY_SERVICE_NAME, RunningGateway
+
+TIMEOUT_S = 20.0
+
+
+class Stream:
+    """One Connect call; every message read is also checked as JSON against the protocol schema."""
+
+    def __init__(self, call: grpc.aio.StreamStreamCall[gw.ConnectRequest, gw.ConnectResponse]) -> None:
+        self.call = call
+        self.seen: list[gw.ServerMessage] = []
+
+    async def send(self, message: gw.ClientMessage) -> None:
+        await self.call.write(gw.ConnectRequest(message=message))
+
+    async def recv(self) -> gw.ServerMessage:
+        response = await asyncio.wait_for(self.call.read(), TIMEOUT_S)
+        assert isinstance(response, gw.ConnectResponse), "the stream ended"
+        message: gw.ServerMessage = response.message
+        as_json = server_json(message, message.id or None)
+        errors = list(server_validator().iter_errors(cast(Any, as_json)))
+        assert not errors, f"{as_json!r}: {errors[0].message}"
+        self.seen.append(message)
+        return message
+
+    async def request(self, message: gw.ClientMessage) -> gw.ServerMessage:
+        await self.send(message)
+        while True:
+            reply = await self.recv()
+            if reply.id == message.id:
+                return reply
+
+    async def until_finished_view(self) -> None:
+        while True:
+            message = await self.recv()
+            if message.WhichOneof("kind") == "view" and message.view.view.phase == state_pb2.PHASE_FINISHED:
+                return
+
+
+@pytest.fixture
+async def channel(gateway: RunningGateway) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as ch:
+        yield ch
+
+
+def _open(channel: grpc.aio.Channel) -> Stream:
+    # Without a request iterator grpc.aio returns a call to write to (the stubs only know the other form).
+    return Stream(gw_grpc.GatewayServiceStub(channel).Connect())  # type: ignore[call-arg]
+
+
+async def test_a_whole_game_over_grpc(channel: grpc.aio.Channel) -> None:
+    stream = _open(channel)
+    welcome = await stream.request(gw.ClientMessage(id="h", hello=gw.Hello(lang="en")))
+    assert welcome.welcome.protocol_version == 1 and welcome.welcome.lang == "en"
+    joined = await stream.request(gw.ClientMessage(id="c", create_room=gw.CreateRoom(name="Sam", seats=3)))
+    me = joined.joined.player_id
+    assert joined.joined.role == "player" and joined.joined.host and joined.joined.token
+    for i in range(2):
+        room = await stream.request(gw.ClientMessage(id=f"b{i}", add_bot=gw.AddBot()))
+        assert len(room.room.room.seats) == i + 2
+    started = await stream.request(gw.ClientMessage(id="s", start_game=gw.StartGame()))
+    assert started.room.room.phase == spb.ROOM_PHASE_PLAYING
+
+    client_seq = 0
+    plays: list[gw.Played] = []
+    while True:
+        message = await stream.recv()
+        kind = message.WhichOneof("kind")
+        if kind == "view" and message.view.view.my_turn and message.view.view.legal_plays:
+            client_seq += 1
+            action = message.view.view.legal_plays[0].action
+            await stream.send(
+                gw.ClientMessage(id=f"p{client_seq}", play=gw.Play(client_seq=client_seq, action=action))
+            )
+        elif kind == "played":
+            plays.append(message.played)
+        elif kind == "error":
+            assert message.error.reason in ("NOT_YOUR_TURN", "CARD_NOT_IN_HAND"), message.error
+        elif kind == "view" and message.view.view.phase == state_pb2.PHASE_FINISHED:
+            break
+
+    events = [m.event for m in stream.seen if m.WhichOneof("kind") == "event"]
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(set(seqs))
+    assert events[-1].event.WhichOneof("payload") == "game_finished"
+    assert all(
+        e.event.hand_dealt.player_id == me for e in events if e.event.WhichOneof("payload") == "hand_dealt"
+    )
+    assert {e.source for e in events if e.event.WhichOneof("payload") == "card_played"} >= {"bot"}
+    assert len({p.client_seq for p in plays}) == len(plays)
+    await stream.call.done_writing()
+
+
+async def test_a_grpc_spectator_sees_no_hand_and_resume_rebinds(channel: grpc.aio.Channel) -> None:
+    host = _open(channel)
+    joined = await host.request(gw.ClientMessage(id="c", create_room=gw.CreateRoom(name="Sam", seats=2)))
+    await host.request(gw.ClientMessage(id="b", add_bot=gw.AddBot()))
+    watcher = _open(channel)
+    spectating = await watcher.request(
+        gw.ClientMessage(id="w", spectate=gw.Spectate(room_id=joined.joined.room_id))
+    )
+    assert spectating.joined.role == "spectator" and not spectating.joined.player_id
+    await host.request(gw.ClientMessage(id="s", start_game=gw.StartGame()))
+    await watcher.until_finished_view()
+    for message in watcher.seen:
+        if message.WhichOneof("kind") == "view":
+            assert not message.view.view.viewer_id and not message.view.view.hand
+        if message.WhichOneof("kind") == "event":
+            assert message.event.event.WhichOneof("payload") != "hand_dealt"
+            assert not message.event.event.card_drawn.HasField("card")
+
+    back = _open(channel)
+    resumed = await back.request(
+        gw.ClientMessage(id="r", resume=gw.Resume(token=joined.joined.token, after_seq=0))
+    )
+    assert resumed.joined.player_id == joined.joined.player_id and resumed.joined.host
+    await back.until_finished_view()
+    replayed = [m.event for m in back.seen if m.WhichOneof("kind") == "event"]
+    seqs = [e.seq for e in replayed]
+    assert seqs == sorted(set(seqs)), "resume from 0 replays the log once"
+    assert replayed[0].event.WhichOneof("payload") == "game_started"
+    host_seqs = {m.event.seq for m in host.seen if m.WhichOneof("kind") == "event"}
+    assert host_seqs <= set(seqs), "everything the live player stream saw is in the replayed log"
+
+
+async def test_grpc_refusals_keep_the_stream(channel: grpc.aio.Channel) -> None:
+    stream = _open(channel)
+    empty = await stream.request(gw.ClientMessage(id="e"))
+    assert empty.error.reason == "MALFORMED_MESSAGE" and not empty.error.fatal
+    unbound = await stream.request(gw.ClientMessage(id="p", play=gw.Play(client_seq=1)))
+    assert unbound.error.reason == "NOT_IN_ROOM"
+    missing = await stream.request(
+        gw.ClientMessage(id="j", join_room=gw.JoinRoom(room_id="NOPE42", name="Kim"))
+    )
+    assert missing.error.reason == "ROOM_NOT_FOUND" and missing.error.message == "방을 찾을 수 없어요"
+    pong = await stream.request(gw.ClientMessage(id="ping", ping=gw.Ping()))
+    assert pong.WhichOneof("kind") == "pong"
+
+
+async def test_health_reports_the_gateway_service(channel: grpc.aio.Channel) -> None:
+    health = health_pb2_grpc.HealthStub(channel)
+    answer = await health.Check(health_pb2.HealthCheckRequest(service=GATEWAY_SERVICE_NAME))
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class StalledTransport:
+    """A peer that stops reading: every send waits forever (a full TCP window)."""
+
+    protocol = "ws"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.closed_with: int | None = None
+        self._never = asyncio.Event()
+
+    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
+        self.sent.append(msg.WhichOneof("kind") or "")
+        await self._never.wait()
+
+    async def close(self, code: int) -> None:
+        self.closed_with = code
+
+
+async def test_a_slow_client_is_disconnected_without_blocking(gateway: RunningGateway) -> None:
+    from prometheus_client import CollectorRegistry
+
+    metrics = GatewayMetrics.create(CollectorRegistry())
+    transport = StalledTransport()
+    connection = Connection(transport, gateway.gateway.session, Limits(send_queue=3), metrics)
+    connection.start()
+    ping = gw.ClientMessage(ping=gw.Ping())
+    for _ in range(6):  # the first is stuck in the socket, three wait in the queue, then it overflows
+        await connection.on_frame(2, lambda: (ping, None))
+    await asyncio.wait_for(connection.closed.wait(), TIMEOUT_S)
+    assert transport.closed_with == 4001
+    assert transport.sent[-1] == "goodbye"
+    assert metrics.slow_client_disconnects.labels("ws")._value.get() == 1

@@ -1,0 +1,119 @@
+"""Per-connection limits: the token bucket and abuse meter by themselves, then on a real gateway."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.gateway.limits import AbuseMeter, Limits, TokenBucket
+from services.gateway.protocol import ProtocolError, parse_text
+from services.gateway.server import RunningGateway
+from tests.gateway.conftest import GatewayFactory, WsFactory
+
+
+def test_token_bucket_allows_the_burst_then_the_rate() -> None:
+    bucket = TokenBucket(rate=2.0, burst=3, now=0.0)
+    assert [bucket.take(0.0) for _ in range(4)] == [True, True, True, False]
+    assert bucket.retry_after_ms(0.0) == 500
+    assert bucket.take(0.5) is True  # one token back after 1/rate seconds
+    assert bucket.take(0.5) is False
+    assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False], "never more than the burst"
+
+
+def test_abuse_meter_counts_refusals_in_a_sliding_window() -> None:
+    meter = AbuseMeter(limit=3, window_seconds=10.0)
+    assert [meter.refuse(t) for t in (0.0, 1.0, 2.0)] == [False, False, False]
+    assert meter.refuse(3.0) is True
+    fresh = AbuseMeter(limit=3, window_seconds=10.0)
+    assert [fresh.refuse(t) for t in (0.0, 5.0, 10.5, 15.5, 20.6)] == [False] * 5, "old refusals expire"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "MALFORMED_MESSAGE"),
+        ('"ping"', "MALFORMED_MESSAGE"),
+        ('{"id": 1}', "MALFORMED_MESSAGE"),
+        ('{"type": "teleport", "id": "x"}', "UNKNOWN_TYPE"),
+        ('{"type": "hello", "lang": "fr"}', "MALFORMED_MESSAGE"),
+        ('{"type": "createRoom", "name": "지호", "seats": 11}', "MALFORMED_MESSAGE"),
+        (
+            '{"type": "resume", "token": "tA9fQ2mZr8Lw0xY3cV5bN1kJ4hG6dS7e", "afterSeq": -1}',
+            "MALFORMED_MESSAGE",
+        ),
+        (
+            '{"type": "play", "clientSeq": 1, "action": {"cardId": "PM9-1", "sign": "plus"}}',
+            "MALFORMED_MESSAGE",
+        ),
+        ("[" * 100_000, "MALFORMED_MESSAGE"),
+    ],
+)
+def test_refused_frames_name_their_reason(text: str, reason: str) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        parse_text(text)
+    assert refused.value.reason == reason
+
+
+def test_a_valid_frame_becomes_a_client_message_with_its_id() -> None:
+    text = '{"type": "play", "id": "p7", "clientSeq": 5, "action": {"cardId": "J-2", "jokerValue": 90}}'
+    message, reply_id = parse_text(text)
+    assert reply_id == "p7"
+    assert message.play.client_seq == 5
+    assert message.play.action.card_id == "J-2" and message.play.action.joker_value == 90
+    created, _ = parse_text('{"type": "createRoom", "name": "Sam", "seats": 3, "options": {"refill": "off"}}')
+    assert created.create_room.seats == 3 and created.create_room.options.refill is False
+
+
+async def test_a_flood_is_refused_then_closed_as_abuse(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    running = await make_gateway(Limits(rate_per_second=0.5, burst=3, abuse_refusals=10))
+    client = await ws_client(running)
+    for i in range(30):
+        await client.send({"type": "ping", "id": i})
+    assert await client.close_code() == 1008
+    pongs = [m for m in client.seen if m["type"] == "pong"]
+    limited = [m for m in client.seen if m["type"] == "error"]
+    assert len(pongs) == 3, "the burst is served"
+    assert len(limited) == 10 and all(m["reason"] == "RATE_LIMITED" and not m["fatal"] for m in limited)
+    assert all(int(m["metadata"]["retryAfterMs"]) > 0 for m in limited)
+    assert client.seen[-1] == {"type": "goodbye", "reason": "abuse", "retryAfterMs": 0}
+    refused = running.gateway.metrics.rate_limited.labels("ws")._value.get()
+    assert refused == 11
+
+
+async def test_mild_excess_keeps_the_connection(make_gateway: GatewayFactory, ws_client: WsFactory) -> None:
+    running = await make_gateway(Limits(rate_per_second=0.5, burst=2, abuse_refusals=10))
+    client = await ws_client(running)
+    for i in range(3):
+        await client.send({"type": "ping", "id": i})
+    replies = [await client.recv() for _ in range(3)]
+    assert [m["type"] for m in replies] == ["pong", "pong", "error"]
+    assert replies[2]["reason"] == "RATE_LIMITED"
+    assert not client.ws.closed
+
+
+async def test_a_silent_client_is_closed_as_idle(make_gateway: GatewayFactory, ws_client: WsFactory) -> None:
+    running = await make_gateway(Limits(heartbeat_seconds=1, idle_factor=1))
+    client = await ws_client(running)
+    assert await client.close_code() == 4000
+    assert client.seen == [{"type": "goodbye", "reason": "idle", "retryAfterMs": 0}]
+
+
+async def test_shutdown_says_goodbye_to_every_client(gateway: RunningGateway, ws_client: WsFactory) -> None:
+    first, second = await ws_client(gateway), await ws_client(gateway)
+    await first.request({"type": "createRoom", "id": 1, "name": "Sam", "seats": 2})
+    await second.request({"type": "ping", "id": 1})
+    await gateway.stop(grace=0.5)
+    for client in (first, second):
+        assert await client.close_code() == 1001
+        assert client.seen[-1] == {"type": "goodbye", "reason": "serverShutdown", "retryAfterMs": 500}
+
+
+async def test_healthz_and_the_web_table_route(gateway: RunningGateway) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.1:{gateway.http_port}/healthz") as resp:
+            assert resp.status == 200 and (await resp.json())["status"] == "ok"
+        async with http.get(f"http://127.0.0.1:{gateway.http_port}/") as resp:
+            assert resp.status in (200, 404)  # 404 only until the web table's index.html lands
