@@ -247,6 +247,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     add_env_argument(
         parser, "--bot-think-ms", type=int, default=700, help="how long a bot waits before playing"
     )
+    add_env_argument(
+        parser,
+        "--turn-time-scale",
+        type=float,
+        default=1.0,
+        help="multiply turn timers by this (tests and load runs compress time; keep 1 in production)",
+    )
     add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
     add_env_argument(
         parser, "--grace", type=float, default=10.0, help="seconds in-flight calls get on SIGTERM"

@@ -220,6 +220,7 @@ class RoomService:
         self.store = store
         self.engine = engine
         self.store_kind = store_kind
+        self.cache_authoritative = store_kind == "sqlite"
         self.bot_think_ms = bot_think_ms
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
@@ -277,7 +278,8 @@ class RoomService:
     async def _mutate(self, room_id: str, step_fn: StepFn) -> tuple[Loaded, Step]:
         """Run ``step_fn`` on a copy of the room and commit it atomically (see the module doc)."""
         async with self._lock(room_id):
-            fresh = False
+            # With one process on SQLite the cache is the truth; replicas on Redis must read first.
+            fresh = not self.cache_authoritative
             for _ in range(MAX_COMMIT_ATTEMPTS):
                 current = await self.load(room_id, fresh=fresh)
                 doc = doc_pb.RoomDocument()
