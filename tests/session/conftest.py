@@ -26,7 +26,7 @@ class Stack:
     engine_port: int
     session_port: int
     rooms: RoomService
-    stub: pb_grpc.SessionServiceStub
+    stub: pb_grpc.SessionServiceAsyncStub
     channel: grpc.aio.Channel
     registry: CollectorRegistry
 
@@ -86,7 +86,7 @@ async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIte
 
     yield start
     for stack in started:
-        await stack.channel.close()
+        await stack.channel.close(None)
         await stack._server.stop(None)  # type: ignore[attr-defined]
         await close_room_service(stack.rooms)
         stack._scheduler.cancel()  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ def _channel(port: int) -> grpc.aio.Channel:
 
 
 async def _play_some(
-    stub: pb_grpc.SessionServiceStub, token: str, seqs: dict[str, int], acked: list[tuple[str, int]]
+    stub: pb_grpc.SessionServiceAsyncStub, token: str, seqs: dict[str, int], acked: list[tuple[str, int]]
 ) -> None:
     """Play the human's turns for a while; remember every acknowledged move."""
     for _ in range(200):
@@ -73,7 +73,7 @@ async def test_sigkill_mid_game_loses_no_acknowledged_move_and_games_finish(
         proc.wait()
         await asyncio.gather(*players)
         proc = start_session(port, engine_port, store, tmp_path / "session.log")
-        await channel.close()
+        await channel.close(None)
         channel = _channel(port)
         stub = pb_grpc.SessionServiceStub(channel)
     try:
@@ -94,7 +94,7 @@ async def test_sigkill_mid_game_loses_no_acknowledged_move_and_games_finish(
                 assert seq <= replay.events[-1].seq
         assert acked, "the test played at least one acknowledged move"
     finally:
-        await channel.close()
+        await channel.close(None)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
 
@@ -151,7 +151,7 @@ async def test_two_redis_replicas_share_rooms_and_fire_each_deadline_once(
             assert state_seqs == list(range(1, len(played) + 1))
     finally:
         for c in channels:
-            await c.close()
+            await c.close(None)
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)

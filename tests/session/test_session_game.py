@@ -15,7 +15,8 @@ from services.common.errors import error_info
 async def _next_view(stream, until_seq: int = 0) -> pb.ViewUpdate:
     async for item in stream:
         if item.HasField("view") and item.view.seq >= until_seq:
-            return item.view
+            view: pb.ViewUpdate = item.view
+            return view
     raise AssertionError("stream ended")
 
 
