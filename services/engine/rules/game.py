@@ -286,9 +286,7 @@ def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, 
         if action.joker_value is None:
             raise RuleError(Reason.JOKER_VALUE_REQUIRED, cardId=cid, min=lo, max=hi)
         if not lo <= action.joker_value <= hi:
-            raise RuleError(
-                Reason.JOKER_OUT_OF_RANGE, cardId=cid, min=lo, max=hi, value=action.joker_value
-            )
+            raise RuleError(Reason.JOKER_OUT_OF_RANGE, cardId=cid, min=lo, max=hi, value=action.joker_value)
         choice["jokerValue"] = action.joker_value
         result = action.joker_value
     if result > 99:
@@ -410,7 +408,9 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
         if on_board:
             s.on_board[player] = True
         events.append(
-            Event("lifeLost", {"player": player, "left": s.lives[player], "onBoard": on_board, "total": s.total})
+            Event(
+                "lifeLost", {"player": player, "left": s.lives[player], "onBoard": on_board, "total": s.total}
+            )
         )
         if s.lives[player] == 0 and not on_board:
             _eliminate(s, player, events, reason="noLivesLeft")

@@ -5,14 +5,16 @@ algorithm is written out here exactly (and in docs/engine-api.md) instead of usi
 Python's ``random``:
 
 * state and increment are unsigned 64-bit integers; all arithmetic is modulo 2**64.
-* ``seed(initstate, initseq)``: ``inc = (initseq << 1) | 1``; ``state = 0``; step; ``state += initstate``; step.
+* ``seed(initstate, initseq)``: ``inc = (initseq << 1) | 1``; ``state = 0``; step;
+  ``state += initstate``; step.
   The engine always uses ``initseq = 54`` and ``initstate = seed``.
 * step: ``state = state * 6364136223846793005 + inc``.
 * next32: ``old = state``; step; ``x = ((old >> 18) ^ old) >> 27`` (low 32 bits); ``rot = old >> 59``;
   output ``(x >> rot) | (x << (32 - rot))`` in 32 bits.
 * below(n), unbiased: ``threshold = (2**32 - n) % n``; draw ``r = next32()`` until ``r >= threshold``;
   return ``r % n``.
-* shuffle (Fisher-Yates): for ``i`` from ``len-1`` down to ``1``: ``j = below(i + 1)``; swap items ``i`` and ``j``.
+* shuffle (Fisher-Yates): for ``i`` from ``len-1`` down to ``1``: ``j = below(i + 1)``;
+  swap items ``i`` and ``j``.
 
 With seed 42 the first outputs are 0xa15c02b7, 0x7b47f409, 0xba1d3330 (the reference
 ``pcg32-demo`` vector), which the tests check.
