@@ -713,7 +713,9 @@ class RoomService:
     async def get_view(self, token: str, lang: Lang) -> pb.GetViewResponse:
         loaded = await self.load(rooms.token_room(token), fresh=True)
         caller = rooms.identify(loaded.doc, token)
-        response = pb.GetViewResponse(room=rooms.public_room(loaded.doc), seq=loaded.doc.last_seq)
+        response = pb.GetViewResponse(
+            room=rooms.public_room(loaded.doc), seq=loaded.doc.last_seq, player_id=caller.player_id or ""
+        )
         view = self.view_of(loaded, caller.player_id, lang)
         if view is not None:
             response.view.CopyFrom(view)

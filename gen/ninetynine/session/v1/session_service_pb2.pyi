@@ -540,7 +540,7 @@ class PlayRequest(_message.Message):
     token: _builtins.str
     client_seq: _builtins.int
     """Strictly increasing per seat. The same value again returns the first outcome and
-    applies nothing; a smaller one is refused (ABORTED, STALE_CLIENT_SEQ).
+    applies nothing; a smaller one is refused (ABORTED, reason STALE).
     """
     @_builtins.property
     def action(self) -> _game_pb2.Action: ...
@@ -623,8 +623,11 @@ class GetViewResponse(_message.Message):
     ROOM_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     SEQ_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The room's last event seq the view reflects."""
+    player_id: _builtins.str
+    """Whose token this is: the seat's player id, empty for a spectator."""
     @_builtins.property
     def room(self) -> Global___Room: ...
     @_builtins.property
@@ -637,10 +640,11 @@ class GetViewResponse(_message.Message):
         room: Global___Room | None = ...,
         view: _view_pb2.GameView | None = ...,
         seq: _builtins.int = ...,
+        player_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "seq", b"seq", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "room", b"room", "seq", b"seq", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
