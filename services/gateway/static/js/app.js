@@ -1,0 +1,416 @@
+// The web table's entry point: screens (lobby, table, results, replay), the server connection and the
+// demo mode (`?demo=table|lobby|results|replay`, `demo=1` = table) that renders fixtures without a server.
+
+import { $, fill, h } from './dom.js';
+import { Connection } from './connection.js';
+import { initLang, lang, setLang, t, translateStatic } from './i18n.js';
+import { buildFrames, renderFrame } from './replay.js';
+import { avatarLetter, Table } from './table.js';
+
+const params = new URLSearchParams(location.search);
+const demo = params.get('demo') === '1' ? 'table' : params.get('demo');
+
+const OPTION_VALUES = {
+  lives: ['auto', 0, 1, 2, 3, 5],
+  handSize: ['auto', 3, 4, 5],
+  turnSeconds: [10, 15, 20, 30],
+};
+
+const app = {
+  conn: null,
+  room: null,
+  view: null,
+  replay: null,
+  frames: [],
+  frameIndex: 0,
+  autoplay: null,
+  table: null,
+};
+
+// -- screens and small UI pieces ------------------------------------------------------------
+
+function show(screen) {
+  for (const id of ['lobby', 'table', 'results', 'replay']) $(`#screen-${id}`).hidden = id !== screen;
+  document.body.dataset.screen = screen;
+}
+
+let toastTimer = null;
+function toast(text, reason) {
+  const el = $('[data-testid="toast"]');
+  el.textContent = text;
+  el.dataset.reason = reason ?? '';
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, 3200);
+}
+
+function setConnState(state) {
+  const el = $('[data-testid="connection"]');
+  el.dataset.state = state;
+  $('.conn-text', el).textContent = t(`conn_${state}`);
+}
+
+function fillSelects() {
+  const seats = $('#opt-seats');
+  fill(seats, ...Array.from({ length: 9 }, (_, i) => h('option', { value: i + 2 }, t('people', { n: i + 2 }))));
+  seats.value = seats.dataset.value ?? '4';
+  for (const [key, values] of Object.entries(OPTION_VALUES)) {
+    const sel = $(`[data-opt="${key}"]`);
+    const keep = sel.value;
+    const label = (v) => v === 'auto' ? t('auto')
+      : key === 'turnSeconds' ? t('seconds', { n: v })
+      : key === 'handSize' ? t('cards', { n: v })
+      : v === 0 ? t('livesNone') : `♥ × ${v}`;
+    fill(sel, ...values.map((v) => h('option', { value: v }, label(v))));
+    sel.value = keep || String(key === 'turnSeconds' ? 15 : 'auto');
+  }
+}
+
+function applyLanguage() {
+  translateStatic();
+  fillSelects();
+  setConnState($('[data-testid="connection"]').dataset.state);
+  if (app.room) renderWaitingRoom();
+  if (app.view) app.table.render(app.view);
+  if (app.view?.phase === 'finished') renderResults(app.view);
+  if (app.replay) { app.frames = buildFrames(app.replay); showFrame(app.frameIndex); }
+}
+
+function readOptions() {
+  const options = {};
+  for (const sel of document.querySelectorAll('[data-opt]')) {
+    const raw = sel.value;
+    options[sel.dataset.opt] = /^\d+$/.test(raw) && sel.dataset.opt !== 'jokerRange' ? Number(raw) : raw;
+  }
+  return options;
+}
+
+function playerName() {
+  const name = $('#player-name').value.trim();
+  if (!name) {
+    toast(t('needName'));
+    $('#player-name').focus();
+    return null;
+  }
+  localStorage.setItem('nn.name', name);
+  return name;
+}
+
+// -- lobby ----------------------------------------------------------------------------------
+
+function renderRooms(rooms) {
+  const list = $('[data-testid="room-list"]');
+  if (!rooms.length) {
+    fill(list, h('li', { class: 'empty' }, t('noRooms')));
+    return;
+  }
+  fill(list, ...rooms.map((r) =>
+    h('li', { class: 'room-item', 'data-testid': `room-${r.roomId}` },
+      h('div', {},
+        h('b', { class: 'mono' }, r.roomId), ' ',
+        h('span', { class: `phase phase-${r.phase}` }, t(r.phase)),
+        h('div', { class: 'muted' }, `${r.hostName} · ${r.seated}/${r.maxSeats} · ${r.mode}`)),
+      h('div', { class: 'row' },
+        r.phase === 'waiting' && r.seated < r.maxSeats
+          ? h('button', { type: 'button', class: 'btn small primary', 'data-action': 'join', onclick: () => joinRoom(r.roomId) }, t('join'))
+          : null,
+        h('button', { type: 'button', class: 'btn small', 'data-action': 'spectate', onclick: () => spectate(r.roomId) }, t('spectate'))))));
+}
+
+function renderWaitingRoom() {
+  const room = app.room;
+  const box = $('#waiting-room');
+  const inWaiting = room && room.phase === 'waiting';
+  box.hidden = !inWaiting;
+  $('#lobby-forms').hidden = Boolean(inWaiting);
+  const chip = $('#room-chip');
+  chip.hidden = !room;
+  if (room) chip.textContent = room.roomId;
+  if (!inWaiting) return;
+  const me = app.conn?.session?.playerId;
+  const isHost = Boolean(app.conn?.session?.host);
+  const seats = [];
+  for (let i = 0; i < room.maxSeats; i++) {
+    const s = room.seats[i];
+    seats.push(h('li', { class: `seat${s ? '' : ' free'}`, 'data-testid': `seat-${i}` },
+      h('span', { class: 'avatar small' }, s ? avatarLetter(s.name) : '+'),
+      s ? h('span', {}, s.name, s.playerId === me ? ` (${t('you')})` : '') : h('span', { class: 'muted' }, t('empty')),
+      s?.playerId === room.hostId ? h('span', { class: 'tag' }, t('host')) : null,
+      s?.bot ? h('span', { class: 'tag' }, t('bot')) : null,
+      s && !s.connected ? h('span', { class: 'tag warn' }, t('disconnected')) : null));
+  }
+  fill(box,
+    h('h2', {}, t('waitingRoom')),
+    h('div', { class: 'code-box' },
+      h('div', { class: 'muted' }, t('shareCode')),
+      h('button', { type: 'button', class: 'room-code mono', 'data-testid': 'room-code',
+        onclick: () => navigator.clipboard?.writeText(room.roomId).then(() => toast(t('copied')), () => {}) }, room.roomId)),
+    h('ul', { class: 'seats' }, seats),
+    room.spectators ? h('div', { class: 'muted' }, t('spectators', { n: room.spectators })) : null,
+    h('div', { class: 'row center' },
+      isHost ? h('button', { type: 'button', class: 'btn', 'data-testid': 'add-bot', disabled: room.seats.length >= room.maxSeats,
+        onclick: () => send({ type: 'addBot' }) }, t('addBot')) : null,
+      isHost ? h('button', { type: 'button', class: 'btn primary', 'data-testid': 'start-game', disabled: room.seats.length < 2,
+        onclick: () => send({ type: 'startGame' }) }, t('start')) : h('div', { class: 'muted' }, t('waitHost')),
+      h('button', { type: 'button', class: 'btn ghost', 'data-testid': 'leave-room', onclick: leaveRoom }, t('leave'))),
+  );
+}
+
+// -- actions --------------------------------------------------------------------------------
+
+function send(message) {
+  if (demo) {
+    toast(t('demo', { what: JSON.stringify(message) }));
+    return null;
+  }
+  const id = app.conn.send(message);
+  if (id === null) toast(t('conn_reconnecting'));
+  return id;
+}
+
+function createRoom() {
+  const name = playerName();
+  if (!name) return;
+  send({ type: 'createRoom', name, seats: Number($('#opt-seats').value), options: readOptions() });
+}
+
+function roomCode() {
+  const code = $('#room-code').value.trim();
+  if (!code) toast(t('needCode'));
+  return code;
+}
+
+function joinRoom(code = roomCode()) {
+  const name = code && playerName();
+  if (name) send({ type: 'joinRoom', roomId: code, name });
+}
+
+function spectate(code = roomCode()) {
+  if (code) send({ type: 'spectate', roomId: code });
+}
+
+function leaveRoom() {
+  send({ type: 'leaveRoom' });
+  resetToLobby();
+}
+
+function resetToLobby() {
+  app.room = null;
+  app.view = null;
+  app.replay = null;
+  stopAutoplay();
+  renderWaitingRoom();
+  show('lobby');
+  if (app.conn && !demo) app.conn.send({ type: 'listRooms' });
+}
+
+function play(action) {
+  if (demo) {
+    toast(t('demo', { what: JSON.stringify(action) }));
+    return;
+  }
+  app.conn.play(action);
+}
+
+// -- results and replay ---------------------------------------------------------------------
+
+function renderResults(view) {
+  const result = view.result;
+  const name = (id) => view.players.find((p) => p.id === id)?.name ?? id;
+  $('[data-testid="summary"]').textContent = lang() === 'en' ? result.summaryEn : result.summary;
+  fill($('#ranking'), ...result.ranking.map((r) =>
+    h('li', { class: `rank-row${r.rank === 1 ? ' winner' : ''}${r.player === view.viewer ? ' me' : ''}`,
+      'data-testid': 'ranking-row', 'data-player': r.player, 'data-rank': r.rank },
+      h('span', { class: 'rank' }, t('rank', { n: r.rank })),
+      h('span', { class: 'avatar small' }, avatarLetter(name(r.player))),
+      h('b', {}, name(r.player)),
+      h('span', { class: 'muted' },
+        r.eliminatedAtRound === null ? t('survived') : t('outRound', { n: r.eliminatedAtRound }),
+        r.livesLost ? ` · ${t('livesLost', { n: r.livesLost })}` : ''))));
+}
+
+function openReplay(replay) {
+  app.replay = replay;
+  app.frames = buildFrames(replay);
+  $('#replay-scrub').max = String(Math.max(0, app.frames.length - 1));
+  show('replay');
+  showFrame(0);
+}
+
+function showFrame(index) {
+  if (!app.frames.length) return;
+  app.frameIndex = Math.max(0, Math.min(app.frames.length - 1, index));
+  $('#replay-scrub').value = String(app.frameIndex);
+  renderFrame($('#replay-frame'), app.frames[app.frameIndex], app.frameIndex, app.frames.length);
+}
+
+function stopAutoplay() {
+  clearInterval(app.autoplay);
+  app.autoplay = null;
+  $('[data-testid="replay-play"]').textContent = t('autoplay');
+}
+
+function toggleAutoplay() {
+  if (app.autoplay) return stopAutoplay();
+  $('[data-testid="replay-play"]').textContent = t('pause');
+  app.autoplay = setInterval(() => {
+    if (app.frameIndex >= app.frames.length - 1) return stopAutoplay();
+    showFrame(app.frameIndex + 1);
+  }, 450);
+}
+
+// -- server messages ------------------------------------------------------------------------
+
+function onMessage(msg) {
+  switch (msg.type) {
+    case 'welcome':
+      if (!app.conn.inRoom) app.conn.send({ type: 'listRooms' });
+      break;
+    case 'joined':
+      show('lobby');
+      break;
+    case 'room':
+      app.room = msg.room;
+      app.table.setRoom(msg.room);
+      renderWaitingRoom();
+      if (msg.room.phase === 'waiting') show('lobby');
+      break;
+    case 'rooms':
+      renderRooms(msg.rooms);
+      break;
+    case 'view':
+      onView(msg.view);
+      break;
+    case 'snapshot':
+      break; // the view that follows replaces everything
+    case 'replay':
+      openReplay(msg);
+      break;
+    case 'left':
+      resetToLobby();
+      break;
+    case 'error':
+      toast(msg.message, msg.reason);
+      if (msg.reason === 'INVALID_TOKEN') { toast(t('sessionLost'), msg.reason); resetToLobby(); }
+      if (app.view) app.table.render(app.view); // re-enable the hand after a refused play
+      break;
+    case 'goodbye':
+      setConnState('reconnecting');
+      break;
+    default:
+      break; // events only feed animations, which the views already drive
+  }
+}
+
+function onView(view) {
+  app.view = view;
+  if (view.phase === 'finished') {
+    renderResults(view);
+    show('results');
+    return;
+  }
+  show('table');
+  app.table.render(view);
+}
+
+// -- wiring ---------------------------------------------------------------------------------
+
+async function loadDemo(name) {
+  const res = await fetch(`demo/${name}.json`);
+  return res.json();
+}
+
+async function startDemo() {
+  setConnState('open');
+  if (demo === 'lobby') {
+    renderRooms((await loadDemo('rooms')).rooms);
+    app.conn = { session: { playerId: 'p1', host: true } };
+    onMessage(await loadDemo('room-waiting'));
+    return;
+  }
+  if (demo === 'replay') {
+    openReplay(await loadDemo('replay'));
+    const step = Number(params.get('step') ?? 0);
+    if (step) showFrame(step);
+    return;
+  }
+  if (demo === 'results') {
+    onView((await loadDemo('view-finished')).view);
+    return;
+  }
+  const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator' }[demo] ?? 'view-table';
+  const message = await loadDemo(fixture);
+  const view = message.view;
+  // Make the demo's turn current so the timer ring runs.
+  const span = view.deadline - view.turnStartedAt;
+  view.turnStartedAt = Date.now() - 4000;
+  view.deadline = view.turnStartedAt + span;
+  onMessage(await loadDemo('room'));
+  onView(view);
+  const select = params.get('select');
+  if (select) {
+    const entry = view.hand.find((e) => e.card.id === select);
+    if (entry) app.table.tapCard(entry);
+  }
+}
+
+function wire() {
+  $('[data-testid="create-room"]').addEventListener('click', createRoom);
+  $('[data-testid="join-room"]').addEventListener('click', () => joinRoom());
+  $('[data-testid="spectate-room"]').addEventListener('click', () => spectate());
+  $('[data-testid="refresh-rooms"]').addEventListener('click', () => send({ type: 'listRooms' }));
+  $('[data-testid="kid-preset"]').addEventListener('click', () => {
+    $('[data-opt="mode"]').value = 'kr-product';
+    $('[data-opt="jokerRange"]').value = '0-99';
+    $('[data-opt="handSize"]').value = '5';
+    toast(t('kidApplied'));
+  });
+  $('[data-testid="lang-toggle"]').addEventListener('click', () => {
+    setLang(lang() === 'ko' ? 'en' : 'ko');
+    if (app.conn?.send) app.conn.send({ type: 'hello', lang: lang() });
+    applyLanguage();
+  });
+  const help = $('#help');
+  $('[data-testid="help-toggle"]').addEventListener('click', () => { help.hidden = !help.hidden; });
+  $('#help-close').addEventListener('click', () => { help.hidden = true; });
+  help.addEventListener('click', (e) => { if (e.target === help) help.hidden = true; });
+  for (const el of document.querySelectorAll('[data-testid="back-to-lobby"], [data-testid="replay-back"]')) {
+    el.addEventListener('click', () => {
+      if (app.conn?.forgetSession && app.view?.phase === 'finished') app.conn.forgetSession();
+      resetToLobby();
+    });
+  }
+  $('[data-testid="open-replay"]').addEventListener('click', () => {
+    if (demo) loadDemo('replay').then(openReplay);
+    else send({ type: 'getReplay', roomId: app.conn.session?.roomId ?? app.room?.roomId });
+  });
+  $('[data-testid="replay-prev"]').addEventListener('click', () => { stopAutoplay(); showFrame(app.frameIndex - 1); });
+  $('[data-testid="replay-next"]').addEventListener('click', () => { stopAutoplay(); showFrame(app.frameIndex + 1); });
+  $('[data-testid="replay-play"]').addEventListener('click', toggleAutoplay);
+  $('#replay-scrub').addEventListener('input', (e) => { stopAutoplay(); showFrame(Number(e.target.value)); });
+}
+
+function main() {
+  initLang();
+  $('#player-name').value = localStorage.getItem('nn.name') ?? '';
+  app.table = new Table($('#screen-table'), { play, toast });
+  wire();
+  applyLanguage();
+  show('lobby');
+  if (demo) {
+    startDemo();
+    return;
+  }
+  const wsUrl = params.get('ws') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+  app.conn = new Connection({ url: wsUrl, lang, onMessage, onState: setConnState });
+  const conn = app.conn;
+  // Test hook: which event seqs were applied, in order (a resume must neither lose nor repeat one).
+  window.__ninetyNine = {
+    get lastSeq() { return conn.lastSeq; },
+    get appliedEvents() { return [...conn.appliedEvents]; },
+    drop: () => conn.dropForTest(),
+  };
+  conn.start();
+}
+
+main();
