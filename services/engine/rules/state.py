@@ -139,36 +139,41 @@ class GameState:
     history: list[PlayRecord] = field(default_factory=list)
 
     def clone(self) -> GameState:
-        """A copy whose containers can be changed without touching ``self``."""
-        return GameState(
-            state_version=self.state_version,
-            options=self.options,
-            seats=self.seats,
-            names=self.names,
-            hand_size=self.hand_size,
-            deck_count=self.deck_count,
-            start_lives=self.start_lives,
-            hands={p: list(h) for p, h in self.hands.items()},
-            draw_pile=list(self.draw_pile),
-            discard=list(self.discard),
-            total=self.total,
-            direction=self.direction,
-            current=self.current,
-            alive=dict(self.alive),
-            lives=dict(self.lives),
-            on_board=dict(self.on_board),
-            lives_lost=dict(self.lives_lost),
-            eliminated_round=dict(self.eliminated_round),
-            elimination_order=list(self.elimination_order),
-            round=self.round,
-            phase=self.phase,
-            turn_started_at=self.turn_started_at,
-            seq=self.seq,
-            rng=self.rng,
-            seed=self.seed,
-            seed_commitment=self.seed_commitment,
-            history=list(self.history),
-        )
+        """A copy whose containers can be changed without touching ``self``.
+
+        Runs on every apply, so it fills the slots directly: a 27-keyword ``__init__``
+        call costs twice as much. Every field must be listed here (a forgotten one
+        raises AttributeError on first use).
+        """
+        c: GameState = object.__new__(GameState)
+        c.state_version = self.state_version
+        c.options = self.options
+        c.seats = self.seats
+        c.names = self.names
+        c.hand_size = self.hand_size
+        c.deck_count = self.deck_count
+        c.start_lives = self.start_lives
+        c.hands = {p: h[:] for p, h in self.hands.items()}
+        c.draw_pile = self.draw_pile[:]
+        c.discard = self.discard[:]
+        c.total = self.total
+        c.direction = self.direction
+        c.current = self.current
+        c.alive = self.alive.copy()
+        c.lives = self.lives.copy()
+        c.on_board = self.on_board.copy()
+        c.lives_lost = self.lives_lost.copy()
+        c.eliminated_round = self.eliminated_round.copy()
+        c.elimination_order = self.elimination_order[:]
+        c.round = self.round
+        c.phase = self.phase
+        c.turn_started_at = self.turn_started_at
+        c.seq = self.seq
+        c.rng = self.rng
+        c.seed = self.seed
+        c.seed_commitment = self.seed_commitment
+        c.history = self.history[:]
+        return c
 
     @property
     def finished(self) -> bool:

@@ -7,6 +7,8 @@ invariants is refused with ``INVALID_STATE`` instead of being computed on.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import KeysView
+from typing import NoReturn
 
 from .cards import catalogue
 from .errors import Reason, RuleError
@@ -43,18 +45,8 @@ def validate_state(s: GameState) -> None:
     if s.options.is_kr and s.deck_count != 1:
         raise _bad("kr-product uses one deck")
     cat = catalogue(s.options, s.deck_count)
-    everything: list[str] = list(s.draw_pile) + list(s.discard)
-    for p in s.seats:
-        everything += s.hands[p]
-    counts = Counter(everything)
-    dupes = [cid for cid, k in counts.items() if k > 1]
-    if dupes:
-        raise _bad(f"card {dupes[0]} appears twice")
-    unknown = [cid for cid in counts if cid not in cat]
-    if unknown:
-        raise _bad(f"unknown card {unknown[0]!r}")
-    if len(counts) != len(cat):
-        raise _bad(f"{len(cat) - len(counts)} cards missing")
+    if not _holds_each_card_once(s, cat.keys()):
+        _explain_bad_cards(s, cat.keys())
     if not 0 <= s.total <= 99:
         raise _bad(f"total {s.total} out of 0..99")
     if s.direction not in (1, -1):
@@ -93,3 +85,32 @@ def validate_state(s: GameState) -> None:
         raise _bad("rng")
     if not 0 <= s.seed <= MASK64 or seed_commitment(s.seed) != s.seed_commitment:
         raise _bad("seed does not match its commitment")
+
+
+def _holds_each_card_once(s: GameState, deck: KeysView[str]) -> bool:
+    """The fast check (runs on every request): every card of the deck exactly once."""
+    seen = set(s.draw_pile)
+    seen.update(s.discard)
+    held = len(s.draw_pile) + len(s.discard)
+    for p in s.seats:
+        hand = s.hands[p]
+        seen.update(hand)
+        held += len(hand)
+    return held == len(seen) == len(deck) and deck >= seen
+
+
+def _explain_bad_cards(s: GameState, deck: KeysView[str]) -> NoReturn:
+    """The slow path: raise naming the first duplicate, unknown or missing card."""
+    everything: list[str] = list(s.draw_pile) + list(s.discard)
+    for p in s.seats:
+        everything += s.hands[p]
+    counts = Counter(everything)
+    dupes = [cid for cid, k in counts.items() if k > 1]
+    if dupes:
+        raise _bad(f"card {dupes[0]} appears twice")
+    unknown = [cid for cid in counts if cid not in deck]
+    if unknown:
+        raise _bad(f"unknown card {unknown[0]!r}")
+    if len(counts) != len(deck):
+        raise _bad(f"{len(deck) - len(counts)} cards missing")
+    raise _bad("the cards do not match the deck")  # not reached: the fast check found a fault above
