@@ -46,7 +46,7 @@ from services.engine.convert import (
 from services.engine.rules import GameState, RuleError, check_replayable, game_result, player_view
 from services.session import rooms
 from services.session.bots import bot_action
-from services.session.errors import DOMAIN, session_error
+from services.session.errors import session_error
 from services.session.store.base import (
     EventsTrimmed,
     InvalidStoreInput,
@@ -381,7 +381,7 @@ class RoomService:
         try:
             options_from_proto(options)  # refuse bad options now, not at StartGame
         except RuleError as err:
-            raise from_rule_error(err, DOMAIN) from None
+            raise from_rule_error(err) from None
         for _ in range(10):
             room_id = rooms.new_room_id()
             now = now_ms()
@@ -826,7 +826,7 @@ class RoomService:
         try:
             check_replayable(game)
         except RuleError as err:
-            raise from_rule_error(err, DOMAIN) from None
+            raise from_rule_error(err) from None
         doc = loaded.doc
         response = pb.GetReplayResponse(
             player_ids=list(game.seats),
