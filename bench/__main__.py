@@ -18,7 +18,7 @@ from dataclasses import asdict
 
 from bench.framework import Report
 
-BENCHMARKS: tuple[str, ...] = ("rules_apply",)
+BENCHMARKS: tuple[str, ...] = ("rules_apply", "engine_grpc")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
