@@ -359,7 +359,10 @@ def test_draw_pile_exhausted_reshuffles_discard() -> None:
     validate_state(after)
     # every discarded card (the one just played included) went into the new pile or A's hand
     new_card = after.hands["A"][-1]
-    assert sorted([*after.draw_pile, new_card]) == sorted([*s.discard, card_id(s, "A", "3")])
+    gathered = [*s.discard, card_id(s, "A", "3")]
+    assert sorted([*after.draw_pile, new_card]) == sorted(gathered)
+    # ... and the new pile is shuffled, not the discard in the order it was played
+    assert [*after.draw_pile, new_card] != gathered
 
 
 def test_timeout_plays_smallest_total() -> None:
@@ -445,6 +448,10 @@ def test_views_leak_no_hidden_information() -> None:
     for viewer in (None, "B", "C"):
         visible = [e.to_dict() for e in events if e.visible_to(viewer)]
         assert drawn not in _strings(visible), viewer
+    for viewer in (None, "A", "B", "C"):
+        visible = [e.to_dict() for e in events if e.visible_to(viewer)]
+        assert not _strings(visible) & set(b_hand), viewer  # the eliminated hand goes face down
+    assert next(e for e in events if e.type == "eliminated").data["handCount"] == 3
     visible_to_a = [e.to_dict() for e in events if e.visible_to("A")]
     assert drawn in _strings(visible_to_a)
 

@@ -46,6 +46,7 @@ from services.engine.rules import (
     validate_state,
 )
 from services.engine.rules.options import CHOICES
+from services.engine.rules.state import HISTORY_LENGTH
 
 from .builders import snapshot
 
@@ -116,6 +117,7 @@ def _check_views(state: GameState, events: list[Event], played_publicly: set[str
     assert not (set(_JSON_STRING.findall(text)) & hidden) - played_publicly
     assert not any(secret in text for secret in secrets)
     assert ("seed" in public) == finished
+    assert len(public["recentPlays"]) <= HISTORY_LENGTH  # "최근에 낸 카드 몇 장" only
     if finished:
         assert seed_commitment(int(public["seed"])) == state.seed_commitment
 
