@@ -29,6 +29,17 @@ class Stack:
     stub: pb_grpc.SessionServiceAsyncStub
     channel: grpc.aio.Channel
     registry: CollectorRegistry
+    closed: bool = False
+
+    async def close(self) -> None:
+        """Stop this session like a shutdown would (tests then restart one on the same store)."""
+        if self.closed:
+            return
+        self.closed = True
+        await self.channel.close(None)
+        await self._server.stop(None)  # type: ignore[attr-defined]
+        await close_room_service(self.rooms)
+        self._scheduler.cancel()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -86,7 +97,4 @@ async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIte
 
     yield start
     for stack in started:
-        await stack.channel.close(None)
-        await stack._server.stop(None)  # type: ignore[attr-defined]
-        await close_room_service(stack.rooms)
-        stack._scheduler.cancel()  # type: ignore[attr-defined]
+        await stack.close()

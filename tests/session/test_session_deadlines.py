@@ -1,0 +1,128 @@
+"""Turn deadlines through the real session: the 3 s rule (spec §8.5) and deadlines across a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import grpc
+from ninetynine.engine.v1 import game_pb2
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
+
+from tests.session.conftest import Stack
+from tests.session.helpers import sample
+
+MakeStack = Callable[..., Awaitable[Stack]]
+
+
+async def _two_humans(stack: Stack, turn_seconds: int) -> tuple[pb.CreateRoomResponse, pb.JoinRoomResponse]:
+    a: pb.CreateRoomResponse = await stack.stub.CreateRoom(
+        pb.CreateRoomRequest(name="A", max_seats=2, options=game_pb2.Options(turn_seconds=turn_seconds))
+    )
+    b: pb.JoinRoomResponse = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+    return a, b
+
+
+async def test_three_timeouts_shorten_the_turn_until_the_player_acts(make_stack: MakeStack) -> None:
+    scale = 0.1  # 10 s turns -> 1000 ms; the 3 s rule -> 300 ms
+    stack = await make_stack(time_scale=scale)
+    normal, short = round(10_000 * scale), round(3_000 * scale)
+    a, b = await _two_humans(stack, turn_seconds=10)
+    a_turns: dict[int, int] = {}  # turn start -> deadline - turn start, for A's turns in order
+    a_played_in: list[int] = []
+    seqs = {a.seat_token: 0, b.seat_token: 0}
+
+    async def play(token: str, view: object) -> None:
+        seqs[token] += 1
+        action = view.legal_plays[0].action  # type: ignore[attr-defined]
+        try:
+            await stack.stub.Play(pb.PlayRequest(token=token, client_seq=seqs[token], action=action))
+        except grpc.aio.AioRpcError as err:  # the deadline fired first: that turn is gone
+            assert err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED), err
+
+    while len(a_turns) < 6:
+        got = await stack.stub.GetView(pb.GetViewRequest(token=a.seat_token))
+        view = got.view
+        if got.room.phase == pb.ROOM_PHASE_FINISHED:
+            break
+        if view.current == a.player_id and got.room.deadline_ms:
+            start = view.turn_started_at_ms
+            if start not in a_turns:
+                a_turns[start] = got.room.deadline_ms - start
+                assert view.deadline_ms == got.room.deadline_ms, "the view shows the session's timer"
+                if len(a_turns) >= 4:  # A times out three turns in a row, then acts itself
+                    a_played_in.append(start)
+                    await play(a.seat_token, view)
+        elif view.current == b.player_id:
+            b_view = (await stack.stub.GetView(pb.GetViewRequest(token=b.seat_token))).view
+            if b_view.my_turn and b_view.legal_plays:
+                await play(b.seat_token, b_view)
+        await asyncio.sleep(0.01)
+
+    durations = list(a_turns.values())
+    assert len(durations) >= 5, f"the game ended too early to see the rule: {durations}"
+    assert durations[:3] == [normal] * 3, durations
+    assert durations[3] == short, "after 3 consecutive timeouts the turn is 3 s (scaled)"
+    assert durations[4:] == [normal] * len(durations[4:]), "acting again restores the normal turn"
+    replay_events = stack.stub.Subscribe(pb.SubscribeRequest(token=b.seat_token, after_seq=0))
+    consecutive: list[int] = []
+    async for item in replay_events:
+        timed_out = item.event.timeout_applied if item.HasField("event") else None
+        if (
+            timed_out is not None
+            and item.event.HasField("timeout_applied")
+            and timed_out.player_id == a.player_id
+        ):
+            consecutive.append(timed_out.consecutive)
+        if item.HasField("view") and item.view.seq >= got.seq:
+            break
+    replay_events.cancel()
+    assert consecutive[:3] == [1, 2, 3]
+
+
+async def _first_timeout_at(stub: pb_grpc.SessionServiceAsyncStub, token: str, after_seq: int) -> int:
+    stream = stub.Subscribe(pb.SubscribeRequest(token=token, after_seq=after_seq))
+    try:
+        async for item in stream:
+            if item.HasField("event") and item.event.HasField("timeout_applied"):
+                at_ms: int = item.event.at_ms
+                return at_ms
+    finally:
+        stream.cancel()
+    raise AssertionError("stream ended without a timeout")
+
+
+async def test_deadlines_survive_a_restart(make_stack: MakeStack) -> None:
+    scale = 0.1  # 10 s turns -> 1 s, 30 s turns -> 3 s
+    first = await make_stack(time_scale=scale)
+    games: list[tuple[str, str, int, int]] = []  # room, spectator token, last seq, deadline
+    for turn_seconds in (10, 10, 10, 30, 30, 30):
+        a, _ = await _two_humans(first, turn_seconds)
+        spectator = await first.stub.Spectate(pb.SpectateRequest(room_id=a.room.room_id))
+        room = (await first.stub.GetRoom(pb.GetRoomRequest(room_id=a.room.room_id))).room
+        assert room.deadline_ms > time.time() * 1000, "the first deadline is still ahead"
+        games.append((room.room_id, spectator.spectator_token, room.last_seq, room.deadline_ms))
+    await first.close()
+
+    # Down past the short deadlines but not the long ones.
+    short_due = max(d for _, _, _, d in games[:3])
+    await asyncio.sleep(max(0.0, (short_due + 400) / 1000 - time.time()))
+    restarted_ms = time.time_ns() // 1_000_000
+    assert all(d > restarted_ms for _, _, _, d in games[3:]), "the long deadlines are still pending"
+    second = await make_stack(time_scale=scale)
+    fired = await asyncio.gather(*(_first_timeout_at(second.stub, token, seq) for _, token, seq, _ in games))
+    for (room_id, _, _, deadline), at_ms in zip(games, fired, strict=True):
+        assert at_ms >= deadline, f"{room_id}: never before its deadline"
+        if deadline < restarted_ms:
+            assert at_ms - restarted_ms < 1000, (
+                f"{room_id}: an overdue deadline fires at once after the restart"
+            )
+        else:
+            assert at_ms - deadline < 1000, f"{room_id}: a pending deadline is rescheduled, not forgotten"
+    lateness = "ninetynine_session_deadline_lateness_seconds"
+    assert sample(second.registry, f"{lateness}_count") >= len(games)
+    overdue_by = sum((restarted_ms - d) / 1000 for _, _, _, d in games[:3])
+    assert sample(second.registry, f"{lateness}_sum") >= overdue_by, "lateness counts the time spent down"
