@@ -55,8 +55,6 @@ CLOSE_SLOW = 4001
 
 SESSION_TIMEOUT_S = 10.0
 GOODBYE_TIMEOUT_S = 1.0
-# Session reasons the protocol spells differently.
-REASON_ALIASES = {"STALE": "STALE_CLIENT_SEQ"}
 # Refusals after which a subscription is not retried.
 _FINAL_SUBSCRIBE_CODES = frozenset(
     {
@@ -262,7 +260,7 @@ class Connection:
     def send_service_error(
         self, err: ServiceError, reply_id: JsonId | None, extra: dict[str, str] | None = None
     ) -> None:
-        reason = REASON_ALIASES.get(err.reason, err.reason)
+        reason = err.reason
         bind_rpc_fields(reason=reason)
         meta = clean_metadata({**err.metadata, **(extra or {})})
         text = err.message(self.lang) or gateway_message("UNAVAILABLE", self.lang)
@@ -470,7 +468,7 @@ class Connection:
                 spb.GetViewRequest(token=r.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
             )
             room = view.room
-            player_id = _identity_of(view)
+            player_id = view.player_id  # whose token: the seat, or empty for a spectator (also in the lobby)
             binding = Binding(
                 room.room_id,
                 r.token,
@@ -619,11 +617,3 @@ async def _reap(task: asyncio.Task[None]) -> None:
     except (grpc.RpcError, ConnectionError, OSError, RuntimeError) as exc:
         log.info("background task ended with an error", error=str(exc))
 
-
-def _identity_of(view: spb.GetViewResponse) -> str:
-    """The player id behind a token: the session's answer when it names it, else the view's viewer."""
-    if "player_id" in view.DESCRIPTOR.fields_by_name:
-        named = str(view.player_id)  # type: ignore[attr-defined]
-        if named:
-            return named
-    return view.view.viewer_id if view.HasField("view") else ""

@@ -143,7 +143,7 @@ BAD_MESSAGES: list[tuple[str, object]] = [
     ("seats below 2", {"type": "createRoom", "name": "a", "seats": 1}),
     ("seats as string", {"type": "createRoom", "name": "a", "seats": "4"}),
     ("name of spaces", {"type": "createRoom", "name": "   ", "seats": 4}),
-    ("name too long", {"type": "createRoom", "name": "가" * 21, "seats": 4}),
+    ("name too long", {"type": "createRoom", "name": "가" * 25, "seats": 4}),
     ("name with control char", {"type": "joinRoom", "roomId": "K7QX2P", "name": "a\u0007b"}),
     ("unknown option key", {"type": "createRoom", "name": "a", "seats": 4, "options": {"speed": 2}}),
     ("switch as bool", {"type": "createRoom", "name": "a", "seats": 4, "options": {"refill": True}}),

@@ -197,3 +197,43 @@ async def test_a_far_too_large_frame_closes_with_1009(gateway: RunningGateway, w
     goodbye = await client.recv()
     assert goodbye == {"type": "goodbye", "reason": "abuse", "retryAfterMs": 0}
     assert await client.close_code() == 1009
+
+
+async def test_resume_in_the_lobby_gets_the_seat_back(gateway: RunningGateway, ws_client: WsFactory) -> None:
+    host = await ws_client(gateway)
+    created = await host.request({"type": "createRoom", "id": 1, "name": "지호", "seats": 3})
+    guest = await ws_client(gateway)
+    joined = await guest.request({"type": "joinRoom", "id": 2, "roomId": created["roomId"], "name": "민서"})
+    await host.ws.close()
+    await guest.ws.close()
+
+    # No game yet, so no view names the viewer: the session's GetView says whose token it is.
+    back = await ws_client(gateway)
+    host_again = await back.request({"type": "resume", "id": 3, "token": created["token"], "afterSeq": 0})
+    assert host_again == {**host_again, "playerId": created["playerId"], "role": "player", "host": True}
+    room = await back.until(lambda m: m["type"] == "room")
+    assert room["room"]["phase"] == "waiting"
+    added = await back.request({"type": "addBot", "id": 4})
+    assert added["type"] == "room" and len(added["room"]["seats"]) == 3
+
+    guest_back = await ws_client(gateway)
+    guest_again = await guest_back.request(
+        {"type": "resume", "id": 5, "token": joined["token"], "afterSeq": 0}
+    )
+    assert guest_again == {**guest_again, "playerId": joined["playerId"], "role": "player", "host": False}
+    refused = await guest_back.request({"type": "startGame", "id": 6})
+    assert refused["type"] == "error" and refused["reason"] == "NOT_HOST"
+
+
+async def test_an_older_client_seq_is_refused_as_stale(gateway: RunningGateway, ws_client: WsFactory) -> None:
+    client = await ws_client(gateway)
+    await client.request({"type": "createRoom", "id": 1, "name": "Sam", "seats": 2})
+    await client.request({"type": "addBot", "id": 2})
+    await client.request({"type": "startGame", "id": 3})
+    view = await client.until(lambda m: m["type"] == "view" and m["view"].get("myTurn") is True)
+    action = view["view"]["legalPlays"][0]["action"]
+    played = await client.request({"type": "play", "id": 4, "clientSeq": 50, "action": action})
+    assert played["type"] == "played" and played["clientSeq"] == 50
+    stale = await client.request({"type": "play", "id": 5, "clientSeq": 49, "action": action})
+    assert stale["type"] == "error" and stale["reason"] == "STALE"
+    assert stale["metadata"]["clientSeq"] == "49"
