@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# e.g. make run RUN_ARGS='--store redis://127.0.0.1:6379/0 --session-replicas 2'
+RUN_ARGS ?=
 
 .PHONY: venv test lint run bench simulate protos protos-check clean
 
@@ -24,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 run: $(STAMP)
-	$(BIN)/ninety-nine serve
+	$(BIN)/ninety-nine serve $(RUN_ARGS)
 
 simulate: $(STAMP)
 	$(BIN)/ninety-nine simulate --mode kr-product --players 4 --games 2000 --seed 7

@@ -12,6 +12,7 @@ Handler = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ninety-nine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    from services import supervisor
     from services.engine import server as engine_server
     from services.engine import simulate
     from services.gateway import server as gateway_server
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     engine_server.add_parser(sub)
     gateway_server.add_parser(sub)
     session_server.add_parser(sub)
+    supervisor.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,696 @@
+"""``ninety-nine serve``: the whole stack -- engine, session replica(s), gateway -- under one command.
+
+Each service runs as its own child process (``python -m services.cli <service> ...``), exactly as
+it would in a container, so a local run exercises the same start-up, health and shutdown paths as
+production. The supervisor:
+
+1. plans the ports (``0`` picks a free one) and refuses impossible shapes (several session replicas
+   need a shared Redis store; SQLite is one machine, one writer);
+2. starts the engine, then the session replica(s), then the gateway, and after each wave waits until
+   every child reports SERVING through the gRPC health service (the gateway also through its HTTP
+   ``/healthz``);
+3. prints the web table URL, the gRPC addresses and the metrics URLs;
+4. on Ctrl-C / SIGTERM stops the children in reverse order -- gateway (clients are told to
+   reconnect), session(s) (in-flight moves finish, no half-written room), engine -- each with
+   SIGTERM, then SIGKILL after ``--stop-timeout``; exits 0 when every child stopped cleanly.
+
+If a child exits on its own, the supervisor logs it, stops the others and exits 1. Children live in
+their own process group (a terminal's Ctrl-C reaches only the supervisor, which then stops them in
+order) and, on Linux, get SIGTERM from the kernel if the supervisor dies (``PR_SET_PDEATHSIG``), so
+even a SIGKILLed supervisor leaves no orphans.
+
+Children's log lines (JSON with ``service``) are copied to stdout; on a terminal they are shown as
+short readable lines instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+import aiohttp
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ninetynine.engine.v1 import engine_service_pb2
+from ninetynine.gateway.v1 import gateway_service_pb2
+from ninetynine.session.v1 import session_service_pb2
+
+from services.common.config import add_env_argument
+from services.common.logging import configure_logging, get_logger
+
+__all__ = ["Child", "Plan", "PlanError", "Supervisor", "add_parser", "build_plan", "run_command"]
+
+log = get_logger(__name__)
+
+ENGINE_SERVICE = engine_service_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name
+SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"].full_name
+GATEWAY_SERVICE = gateway_service_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name
+
+# Child log lines can carry a traceback; one line may be long but must not be unbounded.
+_LINE_LIMIT = 1024 * 1024
+
+
+class PlanError(ValueError):
+    """The flags describe a stack that cannot run (bad replica count, store, ports)."""
+
+
+@dataclass(frozen=True)
+class Child:
+    """One service process to run: its name in logs, its command line and where it answers."""
+
+    name: str  # engine, session, session-2, gateway
+    subcommand: str  # engine, session or gateway
+    args: tuple[str, ...]
+    grpc_port: int
+    metrics_port: int
+    health_service: str
+    http_port: int | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every child with its ports, in start order; :meth:`banner` is what the user is shown."""
+
+    connect_host: str
+    engine: Child
+    sessions: tuple[Child, ...]
+    gateway: Child
+    store_display: str
+    gateway_session_target: str
+
+    def waves(self) -> list[list[Child]]:
+        """Start order; the shutdown order is the reverse."""
+        return [[self.engine], list(self.sessions), [self.gateway]]
+
+    def children(self) -> list[Child]:
+        return [child for wave in self.waves() for child in wave]
+
+    @property
+    def web_url(self) -> str:
+        return f"http://{_url_host(self.connect_host)}:{self.gateway.http_port}/"
+
+    def metrics_urls(self) -> list[tuple[str, str]]:
+        host = _url_host(self.connect_host)
+        return [(child.name, f"http://{host}:{child.metrics_port}/metrics") for child in self.children()]
+
+    def banner(self) -> str:
+        host = _url_host(self.connect_host)
+        lines = [
+            "ninety-nine is running.",
+            f"  web table:     {self.web_url}",
+            f"  websocket:     ws://{host}:{self.gateway.http_port}/ws",
+            f"  store:         {self.store_display}",
+        ]
+        lines += [f"  grpc {child.name + ':':<9} {host}:{child.grpc_port}" for child in self.children()]
+        lines += [f"  metrics {name + ':':<9} {url}" for name, url in self.metrics_urls()]
+        lines.append("Press Ctrl-C to stop.")
+        return "\n".join(lines)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _connect_host(listen_host: str) -> str:
+    """Where a local client reaches a server listening on ``listen_host``."""
+    if listen_host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if listen_host == "::":
+        return "::1"
+    return listen_host
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class _Ports:
+    """Hands out ports: an explicit one as given, ``0`` as a free one; never the same port twice."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.taken: set[int] = set()
+
+    def claim(self, port: int, what: str) -> int:
+        if not 0 <= port <= 65535:
+            raise PlanError(f"{what}: port {port} is out of range (0-65535)")
+        if port == 0:
+            port = _free_port(self.host)
+            while port in self.taken:
+                port = _free_port(self.host)
+        elif port in self.taken:
+            raise PlanError(f"{what}: port {port} is already used by another part of the stack")
+        self.taken.add(port)
+        return port
+
+    def next_from(self, start: int, what: str) -> int:
+        """``start`` or the next port after it that no other part of the stack uses (0: a free one)."""
+        if start == 0:
+            return self.claim(0, what)
+        port = start
+        while port in self.taken:
+            port += 1
+        return self.claim(port, what)
+
+
+def default_store_url() -> str:
+    return f"sqlite:///{Path.cwd() / 'data' / 'rooms.db'}"
+
+
+def _store_display(url: str) -> str:
+    """The store URL without credentials or query, safe to print."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        return url.split("?")[0]
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _session_target(connect_host: str, ports: Sequence[int]) -> str:
+    """The gateway's ``--session``: every replica when the host is an IP literal, else the first.
+
+    gRPC's ``ipv4:``/``ipv6:`` target lists several addresses; the gateway's channel then fails
+    over to the next replica when one is down.
+    """
+    if len(ports) == 1:
+        return f"{_url_host(connect_host)}:{ports[0]}"
+    try:
+        address = ipaddress.ip_address(connect_host)
+    except ValueError:
+        log.warning("gateway gets only the first session replica: the host is not an IP address")
+        return f"{connect_host}:{ports[0]}"
+    if address.version == 4:
+        return "ipv4:" + ",".join(f"{connect_host}:{port}" for port in ports)
+    return "ipv6:" + ",".join(f"[{connect_host}]:{port}" for port in ports)
+
+
+def build_plan(args: argparse.Namespace) -> Plan:
+    """Turn the ``serve`` flags into children with concrete ports; ``PlanError`` if impossible."""
+    replicas: int = args.session_replicas
+    if replicas < 1:
+        raise PlanError(f"--session-replicas must be at least 1, got {replicas}")
+    store: str = args.store or default_store_url()
+    scheme = urlsplit(store).scheme
+    if scheme not in ("sqlite", "redis", "rediss", "unix"):
+        raise PlanError(
+            f"--store: unsupported scheme {scheme!r}; use sqlite:///path/rooms.db or redis://host:port/db"
+        )
+    if replicas > 1 and scheme == "sqlite":
+        raise PlanError(
+            f"--session-replicas {replicas} needs a shared store: SQLite is one machine, one writer. "
+            "Use --store redis://127.0.0.1:6379/0"
+        )
+
+    host: str = args.host
+    connect = _connect_host(host)
+    ports = _Ports(connect)
+    # Explicit ports first, so the consecutive ones (replicas, metrics) step around them.
+    explicit = {
+        "engine": args.engine_port,
+        "gateway-grpc": args.gateway_grpc_port,
+        "http": args.http_port,
+    }
+    claimed = {what: ports.claim(port, f"--{what}-port") for what, port in explicit.items() if port != 0}
+    claimed.update({what: ports.claim(0, f"--{what}-port") for what, port in explicit.items() if port == 0})
+    session_ports = [ports.next_from(args.session_port, "--session-port") for _ in range(replicas)]
+    # Metrics: engine base, first session base+1, gateway base+2 (the ports of
+    # deploy/prometheus/prometheus.yml), further session replicas after them.
+    base: int = args.metrics_base_port
+    metrics_names = ["engine", "session", "gateway", *(f"session-{i}" for i in range(2, replicas + 1))]
+    metrics = {
+        name: ports.next_from(base + offset if base else 0, "--metrics-base-port")
+        for offset, name in enumerate(metrics_names)
+    }
+
+    level: str = args.log_level
+    common = ("--host", host, "--log-level", level)
+    engine = Child(
+        "engine",
+        "engine",
+        (*common, "--port", str(claimed["engine"]), "--metrics-port", str(metrics["engine"])),
+        claimed["engine"],
+        metrics["engine"],
+        ENGINE_SERVICE,
+    )
+    session_extra: list[str] = []
+    if args.bot_think_ms is not None:
+        session_extra += ["--bot-think-ms", str(args.bot_think_ms)]
+    if args.turn_time_scale is not None:
+        session_extra += ["--turn-time-scale", str(args.turn_time_scale)]
+    sessions = []
+    for index, port in enumerate(session_ports, start=1):
+        name = "session" if index == 1 else f"session-{index}"
+        sessions.append(
+            Child(
+                name,
+                "session",
+                (
+                    *common,
+                    "--port",
+                    str(port),
+                    "--engine",
+                    f"{_url_host(connect)}:{engine.grpc_port}",
+                    "--store",
+                    store,
+                    "--metrics-port",
+                    str(metrics[name]),
+                    *session_extra,
+                ),
+                port,
+                metrics[name],
+                SESSION_SERVICE,
+            )
+        )
+    session_target = _session_target(connect, session_ports)
+    gateway = Child(
+        "gateway",
+        "gateway",
+        (
+            *common,
+            "--port",
+            str(claimed["http"]),
+            "--grpc-port",
+            str(claimed["gateway-grpc"]),
+            "--session",
+            session_target,
+            "--metrics-port",
+            str(metrics["gateway"]),
+        ),
+        claimed["gateway-grpc"],
+        metrics["gateway"],
+        GATEWAY_SERVICE,
+        http_port=claimed["http"],
+    )
+    return Plan(connect, engine, tuple(sessions), gateway, _store_display(store), session_target)
+
+
+# -- child processes ------------------------------------------------------------------------------
+
+
+# Runs first in every child, then execs the real service in the same process. It asks the kernel
+# to SIGTERM the child when the supervisor dies (Linux ``PR_SET_PDEATHSIG``; the setting survives
+# exec). It is a shim rather than a ``preexec_fn`` because a ``preexec_fn`` forces a full fork() of
+# a process whose gRPC threads are busy (health checks), which can crash the child before exec;
+# without it subprocess uses vfork, which does not copy them.
+_CHILD_SHIM = """
+import os, sys
+supervisor = int(sys.argv[1])
+if sys.platform.startswith("linux"):
+    import ctypes, signal
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+if os.getppid() != supervisor:
+    sys.exit("ninety-nine serve: the supervisor is gone; not starting")
+os.execv(sys.executable, [sys.executable, "-m", "services.cli", *sys.argv[2:]])
+"""
+
+
+@dataclass
+class _Running:
+    child: Child
+    proc: asyncio.subprocess.Process
+    exited: asyncio.Task[int]
+    pump: asyncio.Task[None]
+    stop_sent: bool = False
+    killed: bool = False
+
+
+@dataclass
+class _LogWriter:
+    """Copies child output to ``out``: JSON lines as they are (or short text on a terminal)."""
+
+    out: TextIO
+    pretty: bool
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def line(self, name: str, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not text:
+            return
+        record = _json_object(text)
+        if record is None:
+            rendered = f"[{name}] {text}"
+        elif self.pretty:
+            rendered = _pretty(name, record)
+        else:
+            if record.get("service") != name:
+                record["process"] = name  # tells session replicas apart
+                text = json.dumps(record, ensure_ascii=False)
+            rendered = text
+        self.write(rendered)
+
+    def write(self, text: str) -> None:
+        try:
+            self.out.write(text + "\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away; the stack keeps running
+            pass
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _pretty(name: str, record: dict[str, Any]) -> str:
+    stamp = str(record.pop("timestamp", ""))[11:23]
+    level = str(record.pop("level", ""))
+    event = str(record.pop("event", ""))
+    record.pop("service", None)
+    record.pop("logger", None)
+    rest = " ".join(f"{key}={value}" for key, value in record.items())
+    return f"{stamp} {name:<9} {level:<7} {event} {rest}".rstrip()
+
+
+async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> None:
+    while True:
+        try:
+            raw = await stream.readline()
+        except ValueError:  # a line over the limit: the reader dropped it, keep going
+            writer.line(name, b"(a log line longer than 1 MiB was dropped)")
+            continue
+        if not raw:
+            return
+        writer.line(name, raw)
+
+
+async def _wait_grpc_serving(host: str, child: Child) -> None:
+    """Return once ``child`` reports SERVING for its service (health ``Watch``, no polling)."""
+    async with grpc.aio.insecure_channel(f"{_url_host(host)}:{child.grpc_port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        request = health_pb2.HealthCheckRequest(service=child.health_service)
+        # wait_for_ready: the call waits for the server to start listening instead of failing.
+        async for reply in stub.Watch(request, wait_for_ready=True):
+            if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                return
+
+
+async def _wait_http_healthy(url: str, deadline: float) -> None:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+        while True:
+            try:
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return
+                    detail = f"HTTP {response.status}"
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                detail = str(exc) or type(exc).__name__
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} not healthy: {detail}")
+            await asyncio.sleep(0.1)
+
+
+class ChildFailed(RuntimeError):
+    """A child exited while the supervisor still needed it."""
+
+
+class Supervisor:
+    """Runs a :class:`Plan` until a signal (exit 0) or a child's unexpected exit (exit 1)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        out: TextIO,
+        pretty_logs: bool,
+        startup_timeout: float,
+        stop_timeout: float,
+    ) -> None:
+        self.plan = plan
+        self.out = out
+        self.writer = _LogWriter(out, pretty_logs)
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.running: list[_Running] = []
+        self.stop_requested = asyncio.Event()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        failed = False
+        try:
+            started = await self._start_all()
+            if started:
+                self.writer.write(self.plan.banner())
+                log.info("stack serving", web_table=self.plan.web_url)
+                failed = not await self._watch()
+            else:
+                failed = not self.stop_requested.is_set()
+        except ChildFailed as exc:
+            log.error("stack failed", error=str(exc))
+            failed = True
+        finally:
+            clean = await self._stop_all()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        if failed:
+            return 1
+        if not clean:
+            log.error("not every service stopped cleanly")
+            return 1
+        log.info("stack stopped")
+        return 0
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if not self.stop_requested.is_set():
+            log.info("stopping", signal=sig.name)
+        self.stop_requested.set()
+
+    async def _spawn(self, child: Child) -> _Running:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-S",  # the shim needs no site-packages; the service it execs gets them
+            "-c",
+            _CHILD_SHIM,
+            str(os.getpid()),
+            child.subcommand,
+            *child.args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            limit=_LINE_LIMIT,
+            # Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the
+            # children in order instead of all at once.
+            process_group=0,
+        )
+        assert proc.stdout is not None
+        log.info("started", process=child.name, pid=proc.pid)
+        running = _Running(
+            child,
+            proc,
+            asyncio.create_task(proc.wait()),
+            asyncio.create_task(_pump(child.name, proc.stdout, self.writer)),
+        )
+        self.running.append(running)
+        return running
+
+    async def _start_all(self) -> bool:
+        """Start wave by wave, each waited until SERVING. False if a stop was requested meanwhile."""
+        deadline = time.monotonic() + self.startup_timeout
+        for wave in self.plan.waves():
+            if self.stop_requested.is_set():
+                return False
+            started = [await self._spawn(child) for child in wave]
+            ready = asyncio.ensure_future(asyncio.gather(*(self._ready(r.child, deadline) for r in started)))
+            stop = asyncio.ensure_future(self.stop_requested.wait())
+            waited: list[asyncio.Future[Any]] = [ready, stop, *(r.exited for r in self.running)]
+            try:
+                done, _ = await asyncio.wait(
+                    waited,
+                    timeout=max(0.0, deadline - time.monotonic()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                stop.cancel()
+                if not ready.done():
+                    ready.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await ready
+            self._raise_if_exited()
+            if stop in done:
+                return False
+            if ready not in done:
+                names = ", ".join(r.child.name for r in started)
+                raise ChildFailed(f"{names} not SERVING within --startup-timeout {self.startup_timeout:g} s")
+            ready.result()  # re-raise a health-check error
+        return True
+
+    async def _ready(self, child: Child, deadline: float) -> None:
+        await _wait_grpc_serving(self.plan.connect_host, child)
+        if child.http_port is not None:
+            url = f"http://{_url_host(self.plan.connect_host)}:{child.http_port}/healthz"
+            await _wait_http_healthy(url, deadline)
+        log.info("serving", process=child.name, grpc_port=child.grpc_port)
+
+    def _raise_if_exited(self) -> None:
+        for r in self.running:
+            if r.exited.done():
+                raise ChildFailed(f"{r.child.name} exited unexpectedly with code {r.exited.result()}")
+
+    async def _watch(self) -> bool:
+        """Wait for a stop request (True) or a child's exit (False)."""
+        stop = asyncio.ensure_future(self.stop_requested.wait())
+        try:
+            await asyncio.wait([stop, *(r.exited for r in self.running)], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if self.stop_requested.is_set():
+            return True
+        for r in self.running:
+            if r.exited.done():
+                log.error("service exited unexpectedly", process=r.child.name, code=r.exited.result())
+        return False
+
+    async def _stop_all(self) -> bool:
+        """Stop the children in reverse start order; True if each exited 0 on its SIGTERM."""
+        by_name = {r.child.name: r for r in self.running}
+        clean = True
+        for wave in reversed(self.plan.waves()):
+            group = [by_name[child.name] for child in wave if child.name in by_name]
+            results = await asyncio.gather(*(self._stop_one(r) for r in group))
+            clean = clean and all(results)
+        return clean
+
+    async def _stop_one(self, r: _Running) -> bool:
+        if not r.exited.done():
+            with contextlib.suppress(ProcessLookupError):
+                r.proc.send_signal(signal.SIGTERM)
+                r.stop_sent = True
+            try:
+                await asyncio.wait_for(asyncio.shield(r.exited), self.stop_timeout)
+            except TimeoutError:
+                log.error("did not stop in time; killing", process=r.child.name, timeout_s=self.stop_timeout)
+                with contextlib.suppress(ProcessLookupError):
+                    r.proc.kill()
+                    r.killed = True
+                await r.exited
+        code = r.exited.result()
+        # The pipe closes when the process exits; what is left in it still goes to stdout.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(r.pump, 5.0)
+        if r.stop_sent and code == 0 and not r.killed:
+            log.info("stopped", process=r.child.name)
+            return True
+        if r.stop_sent:
+            log.error("stopped uncleanly", process=r.child.name, code=code)
+        return False
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def run_command(args: argparse.Namespace) -> int:
+    configure_logging("supervisor", level=args.log_level, stream=sys.stdout)
+    try:
+        plan = build_plan(args)
+    except (PlanError, OSError) as exc:
+        log.error("cannot start the stack", error=str(exc))
+        return 2
+    pretty = args.log_format == "text" or (args.log_format == "auto" and sys.stdout.isatty())
+    supervisor = Supervisor(
+        plan,
+        out=sys.stdout,
+        pretty_logs=pretty,
+        startup_timeout=args.startup_timeout,
+        stop_timeout=args.stop_timeout,
+    )
+    return asyncio.run(supervisor.run())
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        "serve",
+        help="run engine, session and gateway together (local development, demos)",
+        description="Start the engine, the session service (one or more replicas) and the gateway as "
+        "child processes, wait until all are SERVING, print the URLs, and stop them in order on "
+        "Ctrl-C/SIGTERM. Ports set to 0 are picked free. Every flag can also come from the environment.",
+    )
+    add_env_argument(
+        parser,
+        "--store",
+        default=None,
+        help="room store: sqlite:///path/rooms.db or redis://host:port/db "
+        "(None means sqlite:///<current directory>/data/rooms.db)",
+    )
+    add_env_argument(
+        parser,
+        "--session-replicas",
+        type=int,
+        default=1,
+        help="session processes; more than 1 needs a redis:// store",
+    )
+    add_env_argument(parser, "--host", default="127.0.0.1", help="address every service listens on")
+    add_env_argument(parser, "--http-port", type=int, default=8080, help="gateway HTTP/WebSocket port")
+    add_env_argument(parser, "--engine-port", type=int, default=50051, help="engine gRPC port")
+    add_env_argument(
+        parser,
+        "--session-port",
+        type=int,
+        default=50052,
+        help="first session gRPC port; further replicas take the next free ports",
+    )
+    add_env_argument(parser, "--gateway-grpc-port", type=int, default=50053, help="gateway gRPC port")
+    add_env_argument(
+        parser,
+        "--metrics-base-port",
+        type=int,
+        default=9101,
+        help="/metrics ports: engine base, session base+1, gateway base+2, more replicas after (0: free)",
+    )
+    add_env_argument(
+        parser, "--bot-think-ms", type=int, default=None, help="passed to the session (None: its own default)"
+    )
+    add_env_argument(
+        parser,
+        "--turn-time-scale",
+        type=float,
+        default=None,
+        help="passed to the session: multiply turn timers (None: its own default, 1)",
+    )
+    add_env_argument(
+        parser, "--log-level", default="info", help="debug, info, warning or error (all services)"
+    )
+    add_env_argument(
+        parser,
+        "--log-format",
+        default="auto",
+        choices=("auto", "json", "text"),
+        help="children's log lines: JSON, short text, or auto (text on a terminal)",
+    )
+    add_env_argument(
+        parser, "--startup-timeout", type=float, default=60.0, help="seconds to wait for every service"
+    )
+    add_env_argument(
+        parser,
+        "--stop-timeout",
+        type=float,
+        default=20.0,
+        help="seconds each service gets to stop after SIGTERM before SIGKILL",
+    )
+    parser.set_defaults(handler=run_command)
+    return parser
