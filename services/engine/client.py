@@ -35,6 +35,13 @@ Resp = TypeVar("Resp")
 DEFAULT_TIMEOUT = 1.0
 DEFAULT_ATTEMPTS = 3
 DEFAULT_BACKOFF = 0.05  # seconds before the first retry; doubled each time
+# grpc's default reconnect backoff grows to 120 s: after a long engine outage the caller would
+# keep failing fast for minutes after the engine is back. Engines are cheap to reconnect to.
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
 
 
 class EngineClient:
@@ -58,7 +65,7 @@ class EngineClient:
         self.attempts = attempts
         self.backoff = backoff
         self.lang = lang
-        self._channel = create_channel(target)
+        self._channel = create_channel(target, options=RECONNECT_OPTIONS)
         self._stub = pb_grpc.EngineServiceStub(self._channel)
 
     async def __aenter__(self) -> EngineClient:
