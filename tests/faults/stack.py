@@ -1,0 +1,188 @@
+"""Engine, session, gateway and Redis as real processes that a fault test can kill and restart.
+
+Each :class:`Service` keeps its ports, so a restart comes back where clients expect it, the way a
+supervisor or Kubernetes would bring a crashed pod back behind the same address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import grpc
+import redis
+
+from tests.gateway.conftest import WsClient
+from tests.session.procs import free_port, start_service, wait_serving
+
+
+@dataclass
+class Service:
+    """One service process; ``start`` (re)launches it with the same arguments and ports."""
+
+    name: str
+    args: list[str]
+    log_path: Path
+    ready: Callable[[], None]
+    port: int = 0  # gRPC port (the gateway's too)
+    http_port: int = 0  # the gateway's WebSocket port
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    def start(self) -> None:
+        self.proc = start_service(self.args, self.log_path)
+        self.starts += 1
+        self.ready()
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, exactly like a crash or an OOM kill."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def rss_kib(self) -> int:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError(f"{self.name} has no VmRSS")
+
+
+def engine_service(tmp: Path) -> Service:
+    port = free_port()
+    args = ["engine", "--host=127.0.0.1", f"--port={port}", "--metrics-port=0"]
+    return Service("engine", args, tmp / "engine.log", lambda: wait_serving(port), port=port)
+
+
+def session_service(
+    tmp: Path, engine_port: int, store: str, *, scale: float = 0.02, bot_ms: int = 5
+) -> Service:
+    port = free_port()
+    args = [
+        "session",
+        "--host=127.0.0.1",
+        f"--port={port}",
+        f"--engine=127.0.0.1:{engine_port}",
+        f"--store={store}",
+        "--metrics-port=0",
+        f"--turn-time-scale={scale}",
+        f"--bot-think-ms={bot_ms}",
+    ]
+    return Service("session", args, tmp / "session.log", lambda: wait_serving(port), port=port)
+
+
+def gateway_service(tmp: Path, session_port: int, *, label: str = "gateway") -> Service:
+    http_port, grpc_port = free_port(), free_port()
+    args = [
+        "gateway",
+        "--host=127.0.0.1",
+        f"--port={http_port}",
+        f"--grpc-port={grpc_port}",
+        f"--session=127.0.0.1:{session_port}",
+        "--metrics-port=0",
+    ]
+    return Service(
+        label, args, tmp / f"{label}.log", lambda: wait_serving(grpc_port), port=grpc_port, http_port=http_port
+    )
+
+
+@dataclass
+class RedisServer:
+    """A test-owned redis-server with AOF fsync on every write, on its own port and directory."""
+
+    directory: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = (self.directory / "redis.log").open("ab")
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 20
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        while True:
+            try:
+                client.ping()
+                # After a restart Redis answers LOADING until the AOF is replayed.
+                if client.info("persistence").get("loading") == 0:
+                    break
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"redis-server on {self.port} did not come up")
+            time.sleep(0.05)
+        client.close()
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+async def ws_connect(http: aiohttp.ClientSession, http_port: int) -> WsClient:
+    ws = await http.ws_connect(f"http://127.0.0.1:{http_port}/ws", autoclose=False, max_msg_size=0)
+    return WsClient(ws)
+
+
+def event_seqs(messages: list[dict[str, Any]]) -> list[int]:
+    return [m["seq"] for m in messages if m["type"] == "event"]
+
+
+def dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False)
+
+
+async def wait_until(check: Callable[[], bool], timeout: float, every: float = 0.05) -> None:
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(every)
+
+
+def grpc_channel(port: int) -> grpc.aio.Channel:
+    # A private subchannel pool: a new channel must not inherit a dead server's reconnect backoff.
+    return grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.use_local_subchannel_pool", 1)])
