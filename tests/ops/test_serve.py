@@ -1,0 +1,174 @@
+"""``ninety-nine serve`` end to end: real child processes, real ports, a game, a clean stop, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import grpc.aio
+import pytest
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+
+from services.gateway.server import STATIC_DIR
+from tests.ops.stack import (
+    Serve,
+    children_of,
+    delete_redis_keys,
+    open_table,
+    pid_alive,
+    redis_store_url,
+    wait_gone,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+FAST_GAME = ("--bot-think-ms=20", "--turn-time-scale=0.05")
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[Serve]]:
+    """Every Serve a test starts; whatever is still running at the end is killed."""
+    running: list[Serve] = []
+    yield running
+    for serve in running:
+        if serve.proc.poll() is None:
+            serve.kill()
+
+
+def stop_order(serve: Serve) -> list[str]:
+    return [
+        str(r["process"])
+        for r in serve.json_lines()
+        if r.get("service") == "supervisor" and r.get("event") == "stopped"
+    ]
+
+
+async def check_urls_answer(serve: Serve, expected_metrics: set[str]) -> None:
+    metrics = serve.metrics_urls()
+    assert set(metrics) == expected_metrics, serve.output()
+    async with aiohttp.ClientSession() as http:
+        async with http.get(serve.web_url) as response:
+            assert response.status == 200
+            page = await response.text()
+        if (STATIC_DIR / "index.html").is_file():
+            assert "<html" in page.lower()
+        async with http.get(serve.web_url + "healthz") as response:
+            assert response.status == 200
+            assert (await response.json())["status"] == "ok"
+        for name, url in metrics.items():
+            async with http.get(url) as response:
+                assert response.status == 200, url
+                service = name.split("-")[0]
+                assert f"ninetynine_{service}_" in await response.text(), f"{url} shows no {service} metrics"
+
+
+async def test_serve_sqlite_plays_and_stops_cleanly(tmp_path: Path, started: list[Serve]) -> None:
+    serve = Serve.start(*FAST_GAME, cwd=tmp_path)
+    started.append(serve)
+    serve.wait_ready()
+
+    # The default store is SQLite under ./data of the directory it was started in.
+    db = tmp_path / "data" / "rooms.db"
+    assert serve.banner_value("store") == f"sqlite:///{db}"
+    assert serve.web_url.startswith("http://127.0.0.1:")
+    await check_urls_answer(serve, {"engine", "session", "gateway"})
+
+    async with aiohttp.ClientSession() as http:
+        table = await open_table(http, serve.web_url)
+        room_id = await table.create_room_with_bots(2)
+        played, finished = await table.play_moves(3)
+        assert played == 3 or finished, table.seen
+        await table.ws.close()
+    assert room_id
+
+    pids = serve.child_pids()
+    assert set(pids) == {"engine", "session", "gateway"}
+    assert all(pid_alive(pid) for pid in pids.values())
+    assert sorted(children_of(serve.proc.pid)) == sorted(pids.values())
+
+    assert serve.terminate() == 0, serve.output()
+    assert wait_gone(list(pids.values())) == [], "a service outlived the supervisor"
+    assert stop_order(serve) == ["gateway", "session", "engine"]
+    assert db.is_file() and db.stat().st_size > 0
+
+
+async def test_serve_redis_two_session_replicas_share_rooms(tmp_path: Path, started: list[Serve]) -> None:
+    store, prefix = redis_store_url()
+    try:
+        serve = Serve.start(f"--store={store}", "--session-replicas=2", *FAST_GAME, cwd=tmp_path)
+        started.append(serve)
+        serve.wait_ready()
+        assert serve.banner_value("store") == "redis://127.0.0.1:6379/0"
+        assert prefix not in serve.output().split("ninety-nine is running.")[1], "store options printed"
+        await check_urls_answer(serve, {"engine", "session", "session-2", "gateway"})
+
+        async with aiohttp.ClientSession() as http:
+            table = await open_table(http, serve.web_url)
+            room_id = await table.create_room_with_bots(2)
+            # The room made through the gateway is served by the second replica as well.
+            async with grpc.aio.insecure_channel(serve.banner_value("grpc session-2")) as channel:
+                reply = await spb_grpc.SessionServiceStub(channel).GetRoom(
+                    spb.GetRoomRequest(room_id=room_id), timeout=5
+                )
+            assert reply.room.room_id == room_id
+            assert len(reply.room.seats) == 3
+            played, finished = await table.play_moves(2)
+            assert played == 2 or finished, table.seen
+            await table.ws.close()
+
+        pids = serve.child_pids()
+        assert set(pids) == {"engine", "session", "session-2", "gateway"}
+        assert serve.terminate() == 0, serve.output()
+        assert wait_gone(list(pids.values())) == []
+        assert stop_order(serve)[0] == "gateway" and stop_order(serve)[-1] == "engine"
+        assert set(stop_order(serve)[1:3]) == {"session", "session-2"}
+    finally:
+        delete_redis_keys(prefix)
+
+
+def test_serve_refuses_several_replicas_on_sqlite(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli", "serve", "--session-replicas=2", "--log-format=json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "redis://" in result.stdout and "SQLite" in result.stdout
+    assert "started" not in result.stdout  # no child was started
+    assert not (tmp_path / "data").exists()
+
+
+async def test_a_crashed_service_stops_the_stack(tmp_path: Path, started: list[Serve]) -> None:
+    serve = Serve.start(*FAST_GAME, cwd=tmp_path)
+    started.append(serve)
+    serve.wait_ready()
+    pids = serve.child_pids()
+
+    os.kill(pids["session"], signal.SIGKILL)
+
+    assert serve.proc.wait(30) == 1
+    assert wait_gone(list(pids.values())) == []
+    errors = [r for r in serve.json_lines() if r.get("event") == "service exited unexpectedly"]
+    assert errors and errors[0]["process"] == "session" and errors[0]["code"] == -signal.SIGKILL
+    assert stop_order(serve) == ["gateway", "engine"]
+
+
+async def test_children_die_with_a_killed_supervisor(tmp_path: Path, started: list[Serve]) -> None:
+    serve = Serve.start(cwd=tmp_path)
+    started.append(serve)
+    serve.wait_ready()
+    pids = serve.child_pids()
+    assert len(pids) == 3
+
+    serve.proc.kill()  # SIGKILL: the supervisor cannot clean up; the kernel tells the children
+    serve.proc.wait(10)
+
+    assert wait_gone(list(pids.values()), timeout=20) == [], "orphaned services"
