@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # e.g. make run RUN_ARGS='--store redis://127.0.0.1:6379/0 --session-replicas 2'
 RUN_ARGS ?=
 
-.PHONY: venv test lint run bench simulate protos protos-check clean
+.PHONY: venv test lint run bench bench-load simulate protos protos-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ simulate: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Load ladder through the real stack (engine, session, gateway): capacity table and curve.
+bench-load: $(STAMP)
+	$(BIN)/python -m bench.load.ladder
 
 protos: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py

@@ -1,0 +1,457 @@
+"""One load run: start the stack, measure the echo floor, connect, seat, play, report, stop.
+
+Phases, each bounded in time: (1) the echo floor on the idle machine; (2) connect every
+client (``hello`` only) over the first half of the ramp -- the gateway's RSS growth divided by
+the clients is the memory per idle connection; (3) start the tables over the second half of
+the ramp; (4) the measured window of ``duration`` seconds, one report line per second; (5)
+stop: close every socket, stop the services. The summary covers the measured window only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+import aiohttp
+
+from bench.framework import percentile
+from bench.load.clients import Behaviour, Client, Table, Tally
+from bench.load.stack import (
+    REPO_ROOT,
+    ProcSampler,
+    Stack,
+    StackConfig,
+    bucket_count,
+    bucket_quantile,
+    histogram_buckets,
+    read_proc,
+)
+from bench.servers import ServerProcess
+
+LATENESS = "ninetynine_session_deadline_lateness_seconds"
+MB = 1024 * 1024
+
+
+@dataclass
+class LoadConfig:
+    players: int = 400  # WebSocket clients in all (seated humans and spectators)
+    duration: float = 60.0  # measured seconds after the ramp
+    ramp: float = 20.0
+    turn_seconds: int = 10  # the rooms' turnSeconds option (10, 15, 20 or 30)
+    turn_time_scale: float = 0.6  # the session's --turn-time-scale: 10 s turns become 6 s
+    bot_think_ms: int = 3000  # bots pace like people: a move every ~3 s per room
+    bot_room_every: int = 5  # every 5th room has 3 people and a bot
+    spectator_room_every: int = 10  # every 10th room has a spectator
+    think_min_s: float = 1.5
+    think_max_s: float = 4.0
+    afk_probability: float = 0.02
+    reconnects_per_minute: float = 0.02
+    log_level: str = "info"
+    store: str = "sqlite"
+    seed: int = 7
+    quiet: bool = False
+
+    @property
+    def turn_deadline_s(self) -> float:
+        return self.turn_seconds * self.turn_time_scale
+
+
+@dataclass
+class Second:
+    t: float
+    moves: int
+    p50_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    lateness_p99_ms: float | None
+    errors: int
+    stuck: int
+    rooms_playing: int
+    cpu: dict[str, float]
+    rss_mb: dict[str, float]
+
+
+@dataclass
+class Summary:
+    config: dict[str, Any]
+    echo_floor: dict[str, float]
+    echo_loaded: dict[str, float] = field(default_factory=dict)
+    clients: int = 0
+    rooms: int = 0
+    rooms_playing_end: int = 0
+    moves: int = 0
+    moves_per_s: float = 0.0
+    move_samples: int = 0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    p999_ms: float | None = None
+    p99_vs_echo_p99: float | None = None
+    lateness_samples: int = 0
+    lateness_p50_ms: float | None = None
+    lateness_p99_ms: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+    stuck_max: int = 0
+    stuck_end: int = 0
+    games_finished: int = 0
+    reconnects: int = 0
+    duplicate_events: int = 0
+    cpu_avg: dict[str, float] = field(default_factory=dict)
+    rss_mb_end: dict[str, float] = field(default_factory=dict)
+    idle_connection_kb: float | None = None
+    room_kb: float | None = None
+    connect_failures: int = 0
+    seconds: list[Second] = field(default_factory=list)
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft open-files limit to the hard one; children inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _ms(values: list[float], pct: float) -> float | None:
+    return round(percentile(values, pct) * 1000, 2) if values else None
+
+
+def echo_once(port: int, calls: int, interval_ms: float = 0.0) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.load.echo", "--port", str(port), "--calls", str(calls),
+         "--interval-ms", str(interval_ms)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+async def _echo_during(port: int, seconds: float) -> dict[str, float]:
+    calls = max(50, int(seconds * 10))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.load.echo", "--port", str(port), "--calls", str(calls),
+        "--interval-ms", "100", cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        stdout, _ = await asyncio.wait_for(proc.communicate(), seconds * 2 + 60)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return {}
+    return json.loads(stdout) if stdout else {}
+
+
+def build_tables(cfg: LoadConfig, http: aiohttp.ClientSession, url: str, tally: Tally) -> list[Table]:
+    rng = random.Random(cfg.seed)
+    behaviour = Behaviour(
+        think_s=(cfg.think_min_s, cfg.think_max_s),
+        afk_probability=cfg.afk_probability,
+        reconnects_per_minute=cfg.reconnects_per_minute,
+    )
+
+    def client(name: str) -> Client:
+        return Client(http, url, name, tally, behaviour, random.Random(rng.getrandbits(32)))
+
+    tables: list[Table] = []
+    left = cfg.players
+    while left >= 3:
+        index = len(tables)
+        humans = 3 if index % cfg.bot_room_every == cfg.bot_room_every - 1 else 4
+        humans = min(humans, left)
+        spectators = 1 if index % cfg.spectator_room_every == 0 and left > humans else 0
+        people = [client(f"c{index}-{n}") for n in range(humans + spectators)]
+        tables.append(Table(index, people[0], people[1:humans], people[humans:], tally, cfg.turn_seconds))
+        left -= humans + spectators
+    if tables and left:
+        first = tables[0]
+        first.spectators.extend(client(f"extra-{n}") for n in range(left))
+    return tables
+
+
+async def _paced(items: list[Any], seconds: float, start: Any) -> list[Any]:
+    """``start(item)`` for every item, spread evenly over ``seconds``; the started tasks."""
+    tasks = []
+    began = time.monotonic()
+    for n, item in enumerate(items):
+        due = began + seconds * n / max(1, len(items))
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(start(item)))
+    return tasks
+
+
+async def _connect(client: Client, tally: Tally) -> bool:
+    for attempt in range(3):
+        try:
+            await client.connect()
+            return True
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is counted, then retried
+            tally.errors[f"connect:{type(exc).__name__}"] += 1
+            await asyncio.sleep(0.5 * (attempt + 1))
+    return False
+
+
+async def _chaos(tables: list[Table], cfg: LoadConfig, stop: asyncio.Event, rng: random.Random) -> None:
+    """Once a second: keepalive pings, and random seated or watching clients drop and resume."""
+    clients = [c for t in tables for c in t.clients]
+    per_second = cfg.reconnects_per_minute / 60
+    busy: set[asyncio.Task[None]] = set()
+    while not stop.is_set():
+        for client in clients:
+            if client.table is not None and client.table.playing and rng.random() < per_second:
+                task = asyncio.create_task(client.reconnect())
+            else:
+                task = asyncio.create_task(client.keepalive())
+            busy.add(task)
+            task.add_done_callback(busy.discard)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+    for task in list(busy):
+        task.cancel()
+
+
+class Reporter:
+    def __init__(
+        self, cfg: LoadConfig, stack: Stack, tally: Tally, http: aiohttp.ClientSession, out: TextIO
+    ) -> None:
+        self.cfg = cfg
+        self.stack = stack
+        self.tally = tally
+        self.http = http
+        self.out = out
+        pids = {**stack.pids(), "loadgen": os.getpid()}
+        self.sampler = ProcSampler(pids)
+        self.lateness: list[tuple[float, float]] = []
+        self.stuck_ever: set[str] = set()
+
+    async def scrape_lateness(self) -> list[tuple[float, float]]:
+        try:
+            async with self.http.get(
+                self.stack.session_metrics_url, timeout=aiohttp.ClientTimeout(total=5)
+            ) as resp:
+                return histogram_buckets(await resp.text(), LATENESS)
+        except (aiohttp.ClientError, TimeoutError):
+            return self.lateness
+
+    def header(self) -> None:
+        if not self.cfg.quiet:
+            print(
+                f"{'t':>4} {'moves':>6} {'p50ms':>7} {'p99ms':>7} {'p999ms':>7} {'late99':>7} {'err':>4} "
+                f"{'stuck':>5} {'rooms':>5}  cpu% engine/session/gateway/loadgen   rss MB",
+                file=self.out,
+                flush=True,
+            )
+
+    async def second(self, t: float) -> tuple[Second, list[float], Counter[str]]:
+        latencies, moves, errors = self.tally.take_interval()
+        latencies.sort()
+        buckets = await self.scrape_lateness()
+        late99 = bucket_quantile(self.lateness, buckets, 0.99)
+        self.lateness = buckets
+        now = time.monotonic()
+        stuck = 0
+        for room_id, table in list(self.tally.rooms.items()):
+            if table.playing and now - table.last_event_at > 3 * self.cfg.turn_deadline_s:
+                stuck += 1
+                self.stuck_ever.add(room_id)
+        procs = self.sampler.sample()
+        row = Second(
+            t=round(t, 1),
+            moves=moves,
+            p50_ms=_ms(latencies, 50),
+            p99_ms=_ms(latencies, 99),
+            p999_ms=_ms(latencies, 99.9),
+            lateness_p99_ms=None if late99 is None else round(late99 * 1000, 1),
+            errors=sum(errors.values()),
+            stuck=stuck,
+            rooms_playing=sum(1 for tb in self.tally.rooms.values() if tb.playing),
+            cpu={name: round(cpu, 1) for name, (cpu, _) in procs.items()},
+            rss_mb={name: round(rss / MB, 1) for name, (_, rss) in procs.items()},
+        )
+        if not self.cfg.quiet:
+            cpu = "/".join(f"{row.cpu.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
+            rss = "/".join(f"{row.rss_mb.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
+
+            def f(v: float | None) -> str:
+                return "-" if v is None else f"{v:.1f}"
+
+            print(
+                f"{row.t:>4.0f} {row.moves:>6} {f(row.p50_ms):>7} {f(row.p99_ms):>7} {f(row.p999_ms):>7} "
+                f"{f(row.lateness_p99_ms):>7} {row.errors:>4} {row.stuck:>5} {row.rooms_playing:>5}  "
+                f"{cpu:<34} {rss}",
+                file=self.out,
+                flush=True,
+            )
+        return row, latencies, errors
+
+
+async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -> Summary:
+    summary = Summary(config=asdict(cfg), echo_floor={})
+    tally = Tally()
+    stop = asyncio.Event()
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        tables = build_tables(cfg, http, stack.ws_url, tally)
+        clients = [c for t in tables for c in t.clients]
+        summary.clients, summary.rooms = len(clients), len(tables)
+        reporter = Reporter(cfg, stack, tally, http, out)
+
+        def rss(name: str) -> int:
+            sample = read_proc(stack.pids()[name])
+            return 0 if sample is None else sample.rss_bytes
+
+        rss_before = rss("gateway")
+        print(f"connecting {len(clients)} clients over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
+        connect_tasks = await _paced(clients, cfg.ramp / 2, lambda c: _connect(c, tally))
+        connected = await asyncio.gather(*connect_tasks)
+        summary.connect_failures = connected.count(False)
+        await asyncio.sleep(1.0)
+        rss_idle = {name: rss(name) for name in ("session", "gateway")}
+        if clients:
+            summary.idle_connection_kb = round((rss_idle["gateway"] - rss_before) / len(clients) / 1024, 1)
+        rng = random.Random(cfg.seed + 1)
+        chaos = asyncio.create_task(_chaos(tables, cfg, stop, rng))
+        print(f"seating {len(tables)} rooms over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
+        games = await _paced(tables, cfg.ramp / 2, lambda t: t.play_games(stop))
+        tally.take_interval()
+        reporter.sampler.sample()
+        reporter.lateness = await reporter.scrape_lateness()
+        lateness_start = reporter.lateness
+        echo_task = asyncio.create_task(_echo_during(echo_port, cfg.duration))
+        reporter.header()
+        began = time.monotonic()
+        all_latencies: list[float] = []
+        all_errors: Counter[str] = Counter()
+        cpu_sums: Counter[str] = Counter()
+        moves_start, finished_start, reconnects_start = 0, tally.games_finished, tally.reconnects
+        for n in range(1, int(cfg.duration) + 1):
+            await asyncio.sleep(max(0.0, began + n - time.monotonic()))
+            row, latencies, errors = await reporter.second(time.monotonic() - began)
+            summary.seconds.append(row)
+            all_latencies.extend(latencies)
+            all_errors.update(errors)
+            moves_start += row.moves
+            summary.stuck_max = max(summary.stuck_max, row.stuck)
+            cpu_sums.update(row.cpu)
+        elapsed = time.monotonic() - began
+        lateness_end = reporter.lateness
+        last = summary.seconds[-1] if summary.seconds else None
+        summary.rss_mb_end = dict(last.rss_mb) if last else {}
+        summary.stuck_end = last.stuck if last else 0
+        summary.rooms_playing_end = last.rooms_playing if last else 0
+        rss_rooms = {name: rss(name) for name in ("session", "gateway")}
+        if summary.rooms_playing_end:
+            grown = sum(rss_rooms[n] - rss_idle[n] for n in rss_rooms)
+            summary.room_kb = round(grown / summary.rooms_playing_end / 1024, 1)
+        stop.set()
+        summary.echo_loaded = await echo_task
+        chaos.cancel()
+        await asyncio.wait(games, timeout=15)
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+    all_latencies.sort()
+    summary.moves = moves_start
+    summary.moves_per_s = round(moves_start / elapsed, 1)
+    summary.move_samples = len(all_latencies)
+    summary.p50_ms, summary.p99_ms, summary.p999_ms = (_ms(all_latencies, p) for p in (50, 99, 99.9))
+    summary.lateness_samples = bucket_count(lateness_start, lateness_end)
+    for q, name in ((0.5, "lateness_p50_ms"), (0.99, "lateness_p99_ms")):
+        value = bucket_quantile(lateness_start, lateness_end, q)
+        setattr(summary, name, None if value is None else round(value * 1000, 1))
+    summary.errors = dict(all_errors)
+    summary.games_finished = tally.games_finished - finished_start
+    summary.reconnects = tally.reconnects - reconnects_start
+    summary.duplicate_events = tally.duplicate_events
+    summary.cpu_avg = {
+        name: round(total / max(1, len(summary.seconds)), 1) for name, total in cpu_sums.items()
+    }
+    return summary
+
+
+def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary:
+    """The whole run, services included; returns the summary (also printed)."""
+    limit = raise_open_files_limit()
+    if cfg.players * 2 + 200 > limit:
+        raise SystemExit(
+            f"{cfg.players} clients need ~{cfg.players * 2 + 200} open files; the limit is {limit}"
+        )
+    with ServerProcess("engine") as echo_server:
+        echo_port = echo_server.ports["echo"]
+        stack_cfg = StackConfig(
+            turn_time_scale=cfg.turn_time_scale,
+            bot_think_ms=cfg.bot_think_ms,
+            log_level=cfg.log_level,
+            store=cfg.store,
+        )
+        floor = echo_once(echo_port, 3000)
+        print(
+            f"gRPC echo floor (64 B, loopback, idle): p50 {floor['p50_us']:.0f} µs, "
+            f"p99 {floor['p99_us']:.0f} µs, p99.9 {floor['p999_us']:.0f} µs",
+            file=out,
+            flush=True,
+        )
+        with Stack(stack_cfg) as stack:
+            try:
+                summary = _run_loop(run_load(cfg, stack, echo_port, out))
+            finally:
+                for name in ("engine", "session", "gateway"):
+                    code = stack.procs[name].poll()
+                    if code is not None:
+                        print(f"{name} exited with {code}:\n{stack.log_tail(name)}", file=out, flush=True)
+    summary.echo_floor = floor
+    if summary.p99_ms is not None:
+        summary.p99_vs_echo_p99 = round(summary.p99_ms * 1000 / floor["p99_us"], 1)
+    print_summary(summary, out)
+    return summary
+
+
+def _run_loop(coro: Any) -> Summary:
+    try:
+        import uvloop
+    except ImportError:
+        result: Summary = asyncio.run(coro)
+        return result
+    return uvloop.run(coro)  # type: ignore[no-any-return]
+
+
+def print_summary(s: Summary, out: TextIO) -> None:
+    def f(v: float | None, unit: str = " ms") -> str:
+        return "-" if v is None else f"{v:.1f}{unit}"
+
+    loaded = s.echo_loaded
+    print(
+        "\n".join(
+            [
+                f"\n== {s.clients} clients, {s.rooms} rooms ({s.rooms_playing_end} playing at the end), "
+                f"{s.config['duration']:.0f} s measured ==",
+                f"moves {s.moves} ({s.moves_per_s}/s), games finished {s.games_finished}, "
+                f"reconnects {s.reconnects}, duplicate events {s.duplicate_events}",
+                f"client-seen move latency: p50 {f(s.p50_ms)}, p99 {f(s.p99_ms)}, p99.9 {f(s.p999_ms)} "
+                f"({s.move_samples} plays); p99 = {f(s.p99_vs_echo_p99, '×')} the echo p99 "
+                f"({s.echo_floor.get('p99_us', 0):.0f} µs idle"
+                + (f", {loaded['p99_us']:.0f} µs under this load)" if loaded else ")"),
+                f"deadline lateness (timeouts): p50 ≤ {f(s.lateness_p50_ms)}, p99 ≤ {f(s.lateness_p99_ms)} "
+                f"({s.lateness_samples} deadlines)",
+                f"errors {sum(s.errors.values())} {s.errors or ''}; "
+                f"stuck rooms max {s.stuck_max}, at end {s.stuck_end}; connect failures {s.connect_failures}",
+                "cpu % avg " + ", ".join(f"{k} {v}" for k, v in s.cpu_avg.items()),
+                "rss MB " + ", ".join(f"{k} {v}" for k, v in s.rss_mb_end.items()),
+                f"memory: {f(s.idle_connection_kb, ' KiB')} per idle connection (gateway), "
+                f"{f(s.room_kb, ' KiB')} per playing room "
+                "(session + gateway, its 4-5 bound connections included)",
+            ]
+        ),
+        file=out,
+        flush=True,
+    )

@@ -1,0 +1,252 @@
+"""The three services as child processes on 127.0.0.1, plus what the load run reads from them.
+
+:class:`Stack` starts ``python -m services.cli engine|session|gateway`` (the production entry
+points, production log level by default) on free loopback ports, with a fresh SQLite store in a
+temporary directory, waits until every port accepts connections and stops them (SIGTERM, then
+SIGKILL after a bound) on exit. :class:`ProcSampler` reads CPU time and RSS from ``/proc``;
+:func:`histogram_buckets` parses one Prometheus histogram out of a ``/metrics`` page.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+HOST = "127.0.0.1"
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], name: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode} before listening (see its log)")
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex((HOST, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} did not listen on port {port} within {timeout_s:.0f} s")
+
+
+@dataclass
+class StackConfig:
+    turn_time_scale: float = 1.0
+    bot_think_ms: int = 3000
+    log_level: str = "info"
+    store: str = "sqlite"  # sqlite (a fresh file) or a redis:// URL
+    heartbeat_seconds: int = 20
+
+
+@dataclass
+class Stack:
+    """engine, session and gateway, started on enter and stopped on exit."""
+
+    config: StackConfig = field(default_factory=StackConfig)
+    ports: dict[str, int] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    workdir: str = ""
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{HOST}:{self.ports['gateway']}/ws"
+
+    @property
+    def session_metrics_url(self) -> str:
+        return f"http://{HOST}:{self.ports['session_metrics']}/metrics"
+
+    def pids(self) -> dict[str, int]:
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")  # noqa: SIM115 - closed in __exit__
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "services.cli",
+                name,
+                "--host",
+                HOST,
+                "--log-level",
+                self.config.log_level,
+                *args,
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def __enter__(self) -> Stack:
+        self.workdir = tempfile.mkdtemp(prefix="ninety-nine-load-")
+        names = ("engine", "engine_metrics", "session", "session_metrics", "gateway", "gateway_grpc")
+        self.ports = {name: free_port() for name in names}
+        self.ports["gateway_metrics"] = free_port()
+        cfg = self.config
+        store = cfg.store if cfg.store.startswith("redis") else f"sqlite:///{self.workdir}/rooms.db"
+        try:
+            engine = self._spawn(
+                "engine",
+                ["--port", str(self.ports["engine"]), "--metrics-port", str(self.ports["engine_metrics"])],
+            )
+            session = self._spawn(
+                "session",
+                [
+                    "--port", str(self.ports["session"]),
+                    "--metrics-port", str(self.ports["session_metrics"]),
+                    "--engine", f"{HOST}:{self.ports['engine']}",
+                    "--store", store,
+                    "--bot-think-ms", str(cfg.bot_think_ms),
+                    "--turn-time-scale", str(cfg.turn_time_scale),
+                ],
+            )  # fmt: skip
+            gateway = self._spawn(
+                "gateway",
+                [
+                    "--port", str(self.ports["gateway"]),
+                    "--grpc-port", str(self.ports["gateway_grpc"]),
+                    "--metrics-port", str(self.ports["gateway_metrics"]),
+                    "--session", f"{HOST}:{self.ports['session']}",
+                    "--heartbeat-seconds", str(cfg.heartbeat_seconds),
+                ],
+            )  # fmt: skip
+            wait_for_port(self.ports["engine"], engine, "engine")
+            wait_for_port(self.ports["session"], session, "session")
+            wait_for_port(self.ports["session_metrics"], session, "session metrics")
+            wait_for_port(self.ports["gateway"], gateway, "gateway")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def log_tail(self, name: str, lines: int = 5) -> str:
+        try:
+            with open(os.path.join(self.workdir, f"{name}.log"), encoding="utf-8", errors="replace") as fh:
+                return "".join(fh.readlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class ProcSample:
+    cpu_s: float
+    rss_bytes: int
+    at: float
+
+
+def read_proc(pid: int) -> ProcSample | None:
+    """CPU seconds (user+system, all threads) and resident memory of ``pid``; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            rss_pages = int(fh.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    # fields[0] is the state (field 3 of stat); utime and stime are fields 14 and 15.
+    cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+    return ProcSample(cpu, rss_pages * _PAGE, time.monotonic())
+
+
+class ProcSampler:
+    """CPU % (of one core) and RSS per named process between successive :meth:`sample` calls."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._last: dict[str, ProcSample] = {}
+        for name, pid in pids.items():
+            first = read_proc(pid)
+            if first is not None:
+                self._last[name] = first
+
+    def sample(self) -> dict[str, tuple[float, int]]:
+        """``{name: (cpu_percent_since_last_sample, rss_bytes)}``."""
+        out: dict[str, tuple[float, int]] = {}
+        for name, pid in self.pids.items():
+            now = read_proc(pid)
+            if now is None:
+                continue
+            before = self._last.get(name)
+            cpu = 0.0
+            if before is not None and now.at > before.at:
+                cpu = 100.0 * (now.cpu_s - before.cpu_s) / (now.at - before.at)
+            self._last[name] = now
+            out[name] = (cpu, now.rss_bytes)
+        return out
+
+
+def histogram_buckets(text: str, name: str) -> list[tuple[float, float]]:
+    """``[(upper_bound, cumulative_count), ...]`` of histogram ``name`` (labels summed)."""
+    totals: dict[float, float] = {}
+    prefix = f"{name}_bucket{{"
+    for line in text.splitlines():
+        if not line.startswith(prefix):
+            continue
+        labels, _, value = line.rpartition(" ")
+        le = labels.split('le="', 1)[1].split('"', 1)[0]
+        bound = float("inf") if le == "+Inf" else float(le)
+        totals[bound] = totals.get(bound, 0.0) + float(value)
+    return sorted(totals.items())
+
+
+def bucket_quantile(
+    before: list[tuple[float, float]], after: list[tuple[float, float]], q: float
+) -> float | None:
+    """Upper bound of the bucket holding quantile ``q`` of the observations between two scrapes."""
+    old = dict(before)
+    delta = [(bound, count - old.get(bound, 0.0)) for bound, count in after]
+    if not delta or delta[-1][1] <= 0:
+        return None
+    target = q * delta[-1][1]
+    for bound, cumulative in delta:
+        if cumulative >= target:
+            return bound
+    return delta[-1][0]
+
+
+def bucket_count(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> int:
+    if not after:
+        return 0
+    return int(after[-1][1] - (before[-1][1] if before else 0.0))
