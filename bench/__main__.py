@@ -18,7 +18,7 @@ from dataclasses import asdict
 
 from bench.framework import Report
 
-BENCHMARKS: tuple[str, ...] = ("rules_apply", "engine_grpc")
+BENCHMARKS: tuple[str, ...] = ("rules_apply", "engine_grpc", "session_move")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
