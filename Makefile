@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # e.g. make run RUN_ARGS='--store redis://127.0.0.1:6379/0 --session-replicas 2'
 RUN_ARGS ?=
 
-.PHONY: venv test lint run bench bench-load simulate protos protos-check clean
+.PHONY: venv test test-slow lint run bench bench-load simulate protos protos-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Long fault tests (soak: SOAK_SECONDS, default 1800) excluded from `make test`.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check services tests bench

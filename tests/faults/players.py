@@ -42,6 +42,7 @@ class WsPlayer:
     reconnects: int = 0
     client: WsClient | None = None
     retry_delay_s: float = 0.1
+    drop_probability: float = 0.0  # per message read: close the socket without a word, then resume
 
     async def connect(self) -> WsClient:
         self.client = await ws_connect(self.http, self.port_of_gateway())
@@ -108,6 +109,8 @@ class WsPlayer:
     async def play_to_the_end(self, *, reconnect: bool = True) -> None:
         """Play until gameFinished; a dropped connection is resumed (when ``reconnect``)."""
         while not self.finished:
+            if self.drop_probability and self.client and random.random() < self.drop_probability:
+                await self.client.ws.close()
             try:
                 await self.step()
             except (ConnectionError, aiohttp.ClientError, TimeoutError):
