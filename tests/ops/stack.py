@@ -272,8 +272,12 @@ class Table:
                 assert reply["type"] == "error", reply
         return played, False
 
-    async def finish_game(self) -> dict[str, Any]:
-        """Keep playing (first legal choice) until the game ends; returns the final view."""
+    async def finish_game(self, *, play: bool = True) -> dict[str, Any]:
+        """Read until the game ends, playing the first legal choice on each turn when ``play``
+        (otherwise every turn of this seat runs out and the timeout policy plays it).
+
+        Returns the final view.
+        """
         client_seq = 10_000
         while True:
             message = await self.recv()
@@ -282,7 +286,7 @@ class Table:
             view: dict[str, Any] = message["view"]
             if view["phase"] == "finished":
                 return view
-            if view.get("myTurn") and view.get("legalPlays"):
+            if play and view.get("myTurn") and view.get("legalPlays"):
                 client_seq += 1
                 action = view["legalPlays"][0]["action"]
                 await self.request({"type": "play", "clientSeq": client_seq, "action": action})
