@@ -18,7 +18,9 @@ nothing; a power loss may drop the last commits).
 All SQLite calls run on one dedicated worker thread per store, so the event loop never blocks on disk.
 Live ``tail`` notifications are in-process: a commit wakes the tails of the same store object, so one
 process should own the file (several store objects on one file stay consistent, they just do not see
-each other's commits live).
+each other's commits live).  The wake-up carries the committed events, so every tail of the room
+(one per subscriber) takes them from memory instead of each reading them back from the file; a tail
+that fell behind the last commit reads from the file as before.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import functools
 import os
 import sqlite3
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final, TypeVar
@@ -92,6 +95,8 @@ _ROOM_COLUMNS: Final = (
 )
 _SYNCHRONOUS_MODES: Final = frozenset({"full", "normal", "extra"})
 _TAIL_BATCH: Final = 500
+# Rooms whose last committed events are kept for their tails (each holds one commit's events).
+_RECENT_ROOMS: Final = 20_000
 
 
 def _record_from_row(row: tuple[object, ...]) -> RoomRecord:
@@ -151,6 +156,8 @@ class SqliteRoomStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-room-store")
         self._closed = False
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        # room id -> the events of its last commit seen on the loop (for the tails, see _from_recent)
+        self._recent: OrderedDict[str, tuple[StoredEvent, ...]] = OrderedDict()
         try:
             self._conn = self._executor.submit(
                 self._connect, path, synchronous.upper(), busy_timeout_ms / 1000
@@ -199,16 +206,35 @@ class SqliteRoomStore:
             raise
         return result
 
-    def _notify_from_thread(self, loop: asyncio.AbstractEventLoop, room_id: str) -> None:
+    def _notify_from_thread(
+        self, loop: asyncio.AbstractEventLoop, room_id: str, events: tuple[StoredEvent, ...]
+    ) -> None:
         # Called on the worker thread right after COMMIT, so tails wake even if the committing
-        # coroutine was cancelled while it waited.
+        # coroutine was cancelled while it waited. One worker thread commits, so the loop sees the
+        # commits of a room in seq order.
         # RuntimeError: the loop is already closed, nobody is left to wake.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._wake, room_id)
+            loop.call_soon_threadsafe(self._wake, room_id, events)
 
-    def _wake(self, room_id: str) -> None:
+    def _wake(self, room_id: str, events: tuple[StoredEvent, ...]) -> None:
+        self._recent[room_id] = events
+        self._recent.move_to_end(room_id)
+        if len(self._recent) > _RECENT_ROOMS:
+            self._recent.popitem(last=False)
         for event in self._waiters.get(room_id, ()):
             event.set()
+
+    def _from_recent(self, room_id: str, cursor: int) -> list[StoredEvent] | None:
+        """The events after ``cursor`` from the room's last commit, or None when a read is needed.
+
+        Exact only because every commit of this store reaches ``_wake`` in order: when the cursor
+        sits inside or at the end of the last commit seen, nothing committed and notified is
+        missing, and a commit not yet notified will wake the (already registered) tail.
+        """
+        recent = self._recent.get(room_id)
+        if not recent or not recent[0].seq - 1 <= cursor <= recent[-1].seq:
+            return None
+        return [event for event in recent if event.seq > cursor]
 
     # --- RoomStore -----------------------------------------------------------------------------------
 
@@ -248,7 +274,7 @@ class SqliteRoomStore:
 
         self._write(body)
         if events:
-            self._notify_from_thread(loop, record.room_id)
+            self._notify_from_thread(loop, record.room_id, events)
 
     async def load_room(self, room_id: str) -> RoomRecord | None:
         check_room_id(room_id)
@@ -314,7 +340,7 @@ class SqliteRoomStore:
 
         self._write(body)
         if events:
-            self._notify_from_thread(loop, room_id)
+            self._notify_from_thread(loop, room_id, events)
 
     async def read_events(self, room_id: str, after_seq: int, limit: int = 1000) -> list[StoredEvent]:
         check_room_id(room_id)
@@ -362,7 +388,9 @@ class SqliteRoomStore:
             # Register before reading, so a commit landing between the read and the wait still wakes us.
             self._waiters.setdefault(room_id, set()).add(wake)
             try:
-                batch = await self.read_events(room_id, cursor, _TAIL_BATCH)
+                batch = self._from_recent(room_id, cursor)
+                if batch is None:
+                    batch = await self.read_events(room_id, cursor, _TAIL_BATCH)
                 if not batch:
                     await wake.wait()
             finally:
