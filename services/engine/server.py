@@ -19,14 +19,13 @@ import argparse
 import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import state_pb2
@@ -37,6 +36,11 @@ from services.common.context import bind_rpc_fields
 from services.common.errors import ENGINE_DOMAIN, ServiceError, from_rule_error, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
 from services.common.interceptors import CanonicalLogInterceptor
+
+# Re-exported: the engine's error table (docs/engine-api.md, its tests) lists MALFORMED_REQUEST.
+from services.common.lenient import MALFORMED_REQUEST as MALFORMED_REQUEST
+from services.common.lenient import MALFORMED_REQUEST_TEXTS as MALFORMED_REQUEST_TEXTS
+from services.common.lenient import lenient_handler
 from services.common.logging import configure_logging, get_logger
 from services.common.metrics import histogram, start_metrics_server
 from services.engine import convert, rules
@@ -60,10 +64,6 @@ ENGINE_LATENCY_BUCKETS: tuple[float, ...] = (
     0.5,
     1.0,
 )
-
-# Refusals that are not rules reasons: the request bytes do not parse as the method's message.
-MALFORMED_REQUEST = "MALFORMED_REQUEST"
-MALFORMED_REQUEST_TEXTS = ("요청을 해석할 수 없어요", "The request could not be parsed")
 
 # ErrorInfo metadata and messages echo client input (ids, card ids): keep them short.
 MAX_METADATA_VALUE = 100
@@ -243,62 +243,14 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
 # -- wiring ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Undecodable:
-    """Stands in for a request whose bytes do not parse, so the handler can refuse it properly."""
-
-    error: str
-
-
-def _lenient(message_type: type[Message]) -> Callable[[bytes], Message | _Undecodable]:
-    # grpc turns a deserializer exception into INTERNAL; a bad request must be INVALID_ARGUMENT.
-    def parse(data: bytes) -> Message | _Undecodable:
-        try:
-            return message_type.FromString(data)
-        except DecodeError as exc:
-            return _Undecodable(str(exc))
-
-    return parse
-
-
-Method = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]
-
-
-def _refuse_undecodable(method: Method, metrics: EngineMetrics) -> Method:
-    async def handler(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
-        if isinstance(request, _Undecodable):
-            metrics.refusals.labels(MALFORMED_REQUEST).inc()
-            ko, en = MALFORMED_REQUEST_TEXTS
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                MALFORMED_REQUEST,
-                ENGINE_DOMAIN,
-                message_ko=ko,
-                message_en=en,
-                metadata={"detail": _short(request.error)},
-            )
-        return await method(request, context)
-
-    return handler
-
-
 def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]:
     """The EngineService method table, with request parsing that never fails as INTERNAL."""
-    table: dict[str, tuple[Method, type[Message], type[Message]]] = {
-        "Setup": (servicer.Setup, pb.SetupRequest, pb.SetupResponse),
-        "Apply": (servicer.Apply, pb.ApplyRequest, pb.ApplyResponse),
-        "View": (servicer.View, pb.ViewRequest, pb.ViewResponse),
-        "Timeout": (servicer.Timeout, pb.TimeoutRequest, pb.TimeoutResponse),
-    }
-    handlers = {
-        name: grpc.unary_unary_rpc_method_handler(
-            _refuse_undecodable(method, servicer.metrics),
-            request_deserializer=_lenient(request_type),
-            response_serializer=response_type.SerializeToString,
-        )
-        for name, (method, request_type, response_type) in table.items()
-    }
-    return grpc.method_handlers_generic_handler(ENGINE_SERVICE_NAME, handlers)
+    return lenient_handler(
+        pb.DESCRIPTOR.services_by_name["EngineService"],
+        servicer,
+        ENGINE_DOMAIN,
+        on_refusal=lambda reason: servicer.metrics.refusals.labels(reason).inc(),
+    )
 
 
 def create_engine_server(

@@ -27,9 +27,11 @@ from services.common.context import bind_rpc_fields
 from services.common.errors import ServiceError, abort, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
 from services.common.interceptors import CanonicalLogInterceptor
+from services.common.lenient import lenient_handler
 from services.common.logging import configure_logging, get_logger
 from services.common.metrics import rpc_histogram, start_metrics_server
 from services.engine.client import EngineClient
+from services.session.errors import DOMAIN
 from services.session.service import RoomService, SessionMetrics
 from services.session.store import InvalidStoreInput, open_store
 
@@ -175,7 +177,18 @@ def create_session_server(
     server, port, health = create_server(
         address, service_names=[SESSION_SERVICE_NAME], interceptors=[interceptor]
     )
-    pb_grpc.add_SessionServiceServicer_to_server(SessionServicer(room_service), server)
+    # Not the generated add_SessionServiceServicer_to_server: undecodable bytes must be
+    # INVALID_ARGUMENT / MALFORMED_REQUEST, not grpc's INTERNAL.
+    server.add_generic_rpc_handlers(
+        (
+            lenient_handler(
+                pb.DESCRIPTOR.services_by_name["SessionService"],
+                SessionServicer(room_service),
+                DOMAIN,
+                on_refusal=lambda reason: room_service.metrics.refusals.labels(reason).inc(),
+            ),
+        )
+    )
     return server, port, health, room_service
 
 
