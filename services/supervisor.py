@@ -634,8 +634,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         parser,
         "--store",
         default=None,
-        help="room store: sqlite:///path/rooms.db or redis://host:port/db "
-        "(None means sqlite:///<current directory>/data/rooms.db)",
+        help="room store: sqlite:///path/rooms.db or redis://host:port/db; "
+        "unset means sqlite:///<current directory>/data/rooms.db",
     )
     add_env_argument(
         parser,
