@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import KeysView
+from functools import lru_cache
 from typing import NoReturn
 
 from .cards import catalogue
@@ -23,14 +24,15 @@ def _bad(detail: str) -> RuleError:
 
 
 def validate_state(s: GameState) -> None:
+    # Runs on every request the engine gets: set operations and one pass per seat, no copies.
     if s.state_version not in SUPPORTED_STATE_VERSIONS:
         raise _bad(f"unsupported stateVersion {s.state_version}")
     n = len(s.seats)
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         raise _bad(f"{n} seats")
-    if len(set(s.seats)) != n or not all(s.seats):
-        raise _bad("duplicate or empty player id")
     seats = set(s.seats)
+    if len(seats) != n or "" in seats:
+        raise _bad("duplicate or empty player id")
     for name, mapping in (
         ("hands", s.hands),
         ("alive", s.alive),
@@ -38,13 +40,14 @@ def validate_state(s: GameState) -> None:
         ("onBoard", s.on_board),
         ("livesLost", s.lives_lost),
     ):
-        if set(mapping) != seats:
+        if mapping.keys() != seats:
             raise _bad(f"{name} does not match the seats")
-    if s.deck_count != s.options.resolved_deck_count(n) and s.deck_count not in (1, 2):
+    options = s.options
+    if s.deck_count != options.resolved_deck_count(n) and s.deck_count not in (1, 2):
         raise _bad(f"deckCount {s.deck_count}")
-    if s.options.is_kr and s.deck_count != 1:
+    if options.is_kr and s.deck_count != 1:
         raise _bad("kr-product uses one deck")
-    cat = catalogue(s.options, s.deck_count)
+    cat = catalogue(options, s.deck_count)
     if not _holds_each_card_once(s, cat.keys()):
         _explain_bad_cards(s, cat.keys())
     if not 0 <= s.total <= 99:
@@ -53,50 +56,57 @@ def validate_state(s: GameState) -> None:
         raise _bad(f"direction {s.direction}")
     if not 1 <= s.hand_size <= 10:
         raise _bad(f"handSize {s.hand_size}")
-    if s.start_lives < 0 or s.start_lives > 5:
-        raise _bad(f"lives {s.start_lives}")
+    start_lives = s.start_lives
+    if start_lives < 0 or start_lives > 5:
+        raise _bad(f"lives {start_lives}")
+    lives, alive, on_board, hands = s.lives, s.alive, s.on_board, s.hands
+    eliminated = set()
     for p in s.seats:
-        if not 0 <= s.lives[p] <= s.start_lives:
+        if not 0 <= lives[p] <= start_lives:
             raise _bad(f"lives of {p}")
-        if s.on_board[p] and (s.lives[p] != 0 or not s.alive[p]):
+        if on_board[p] and (lives[p] != 0 or not alive[p]):
             raise _bad(f"onBoard of {p}")
-        if not s.alive[p] and s.hands[p]:
-            raise _bad(f"eliminated {p} holds cards")
+        if not alive[p]:
+            if hands[p]:
+                raise _bad(f"eliminated {p} holds cards")
+            eliminated.add(p)
     order = s.elimination_order
-    if len(set(order)) != len(order) or any(p not in seats or s.alive[p] for p in order):
+    ordered = set(order)
+    if len(ordered) != len(order) or not ordered <= seats or any(alive[p] for p in order):
         raise _bad("eliminationOrder")
-    if {p for p in s.seats if not s.alive[p]} != set(order):
+    if eliminated != ordered:
         raise _bad("eliminationOrder does not match the eliminated players")
-    if set(s.eliminated_round) != set(order):
+    if s.eliminated_round.keys() != ordered:
         raise _bad("eliminatedRound does not match the eliminated players")
-    alive = sum(s.alive.values())
-    if s.current not in seats or not s.alive[s.current]:
+    alive_count = n - len(eliminated)
+    if s.current not in seats or not alive[s.current]:
         raise _bad("current player is not a live player")
     if s.phase is Phase.PLAYING:
-        if alive < 2:
+        if alive_count < 2:
             raise _bad("a game in play needs two live players")
         if not has_legal_play(s, s.current):
             raise _bad("current player has no legal play")
-    elif alive != 1:
+    elif alive_count != 1:
         raise _bad("a finished game has exactly one survivor")
     if s.round < 1 or s.seq < 0 or s.turn_started_at < 0:
         raise _bad("round, seq and turnStartedAt must be positive")
     if not (0 <= s.rng.state <= MASK64 and 0 <= s.rng.inc <= MASK64 and s.rng.inc & 1):
         raise _bad("rng")
-    if not 0 <= s.seed <= MASK64 or seed_commitment(s.seed) != s.seed_commitment:
+    if not 0 <= s.seed <= MASK64 or _commitment(s.seed) != s.seed_commitment:
         raise _bad("seed does not match its commitment")
+
+
+# A game's seed comes back with every move: hash it once per game, not once per request.
+_commitment = lru_cache(maxsize=4096)(seed_commitment)
 
 
 def _holds_each_card_once(s: GameState, deck: KeysView[str]) -> bool:
     """The fast check (runs on every request): every card of the deck exactly once."""
     seen = set(s.draw_pile)
-    seen.update(s.discard)
-    held = len(s.draw_pile) + len(s.discard)
-    for p in s.seats:
-        hand = s.hands[p]
-        seen.update(hand)
-        held += len(hand)
-    return held == len(seen) == len(deck) and deck >= seen
+    seen.update(s.discard, *s.hands.values())
+    held = len(s.draw_pile) + len(s.discard) + sum(map(len, s.hands.values()))
+    # Same size and no more distinct cards than held: equal to the deck iff no card is foreign.
+    return held == len(seen) == len(deck) and deck == seen
 
 
 def _explain_bad_cards(s: GameState, deck: KeysView[str]) -> NoReturn:
