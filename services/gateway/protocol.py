@@ -26,6 +26,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SCHEMA_PATH",
     "ProtocolError",
+    "client_validator",
     "gateway_message",
     "parse_text",
     "reply_id_of",
@@ -98,6 +99,11 @@ def _validator(ref: str) -> jsonschema.protocols.Validator:
 def server_validator() -> jsonschema.protocols.Validator:
     """A validator for server messages (``#/$defs/ServerMessage``); tests check every frame with it."""
     return _validator("ServerMessage")
+
+
+def client_validator() -> jsonschema.protocols.Validator:
+    """A validator for client messages (``#/$defs/ClientMessage``): what the web table sends, in tests."""
+    return _validator("ClientMessage")
 
 
 def reply_id_of(raw: object) -> JsonId | None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -274,18 +275,11 @@ def _play_out(option_map: dict[str, Any], players: int, seed: int) -> Iterator[t
 def _room_event_messages(
     events: list[Event], next_seq: int, viewer: str | None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Number events the way §3 says (a private event and its redacted twin share a seq) for one viewer."""
+    """Number events the way §3 says (every entry its own seq, a redacted twin too) for one viewer."""
     out = []
     seq = next_seq
-    for i, event in enumerate(events):
-        twin_of_previous = (
-            event.audience is Audience.EXCEPT
-            and i > 0
-            and events[i - 1].audience is Audience.ONLY
-            and events[i - 1].type == event.type
-        )
-        if not twin_of_previous:
-            seq += 1
+    for event in events:
+        seq += 1
         if event.visible_to(viewer):
             out.append({"type": "event", "seq": seq, "event": event.to_dict()})
     return out, seq
@@ -336,7 +330,7 @@ def test_engine_events_and_views_validate(label: str, option_map: dict[str, Any]
 
 
 def test_event_seqs_numbered_as_documented_are_increasing_for_every_viewer() -> None:
-    """The §3 numbering gives each viewer a strictly increasing stream with shared twin seqs."""
+    """The §3 numbering gives each viewer a strictly increasing stream; each sees one of two twins."""
     room_seq = 0
     per_viewer: dict[str | None, list[int]] = {}
     for state, events in _play_out({}, 3, 5):
@@ -346,8 +340,15 @@ def test_event_seqs_numbered_as_documented_are_increasing_for_every_viewer() -> 
             per_viewer.setdefault(viewer, []).extend(m["seq"] for m in messages)
     for viewer, seqs in per_viewer.items():
         assert seqs == sorted(set(seqs)), viewer
-    # everyone sees every public event: the spectator's stream is the players' minus private ones
-    assert set(per_viewer[None]) <= set(per_viewer["p1"])
+    # a private event and its redacted twin: consecutive entries, every seated viewer gets exactly one
+    for state, events in _play_out({}, 3, 5):
+        for private, twin in itertools.pairwise(events):
+            if private.audience is Audience.ONLY and twin.audience is Audience.EXCEPT:
+                for viewer in state.seats:
+                    assert private.visible_to(viewer) != twin.visible_to(viewer), (viewer, private.type)
+    # the spectator gets every event all players get, and nothing no player gets
+    players = [set(seqs) for viewer, seqs in per_viewer.items() if viewer is not None]
+    assert set.intersection(*players) <= set(per_viewer[None]) <= set.union(*players)
 
 
 # -- the web table -----------------------------------------------------------------------------
