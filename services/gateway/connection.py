@@ -616,4 +616,3 @@ async def _reap(task: asyncio.Task[None]) -> None:
         pass
     except (grpc.RpcError, ConnectionError, OSError, RuntimeError) as exc:
         log.info("background task ended with an error", error=str(exc))
-
