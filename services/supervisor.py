@@ -398,7 +398,10 @@ async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> 
 
 async def _wait_grpc_serving(host: str, child: Child) -> None:
     """Return once ``child`` reports SERVING for its service (health ``Watch``, no polling)."""
-    async with grpc.aio.insecure_channel(f"{_url_host(host)}:{child.grpc_port}") as channel:
+    # Short reconnect backoff: the child starts listening within a second or two; gRPC's default
+    # first retry after 1 s would add that second to every start.
+    options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
+    async with grpc.aio.insecure_channel(f"{_url_host(host)}:{child.grpc_port}", options=options) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         request = health_pb2.HealthCheckRequest(service=child.health_service)
         # wait_for_ready: the call waits for the server to start listening instead of failing.
@@ -593,7 +596,8 @@ class Supervisor:
         # The pipe closes when the process exits; what is left in it still goes to stdout.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(r.pump, 5.0)
-        if r.stop_sent and code == 0 and not r.killed:
+        # -SIGTERM: the signal came before the service had installed its handler (still starting).
+        if r.stop_sent and code in (0, -signal.SIGTERM) and not r.killed:
             log.info("stopped", process=r.child.name)
             return True
         if r.stop_sent:
@@ -605,7 +609,8 @@ class Supervisor:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    configure_logging("supervisor", level=args.log_level, stream=sys.stdout)
+    json_logs = None if args.log_format == "auto" else args.log_format == "json"
+    configure_logging("supervisor", level=args.log_level, json_logs=json_logs, stream=sys.stdout)
     try:
         plan = build_plan(args)
     except (PlanError, OSError) as exc:

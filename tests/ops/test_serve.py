@@ -172,3 +172,21 @@ async def test_children_die_with_a_killed_supervisor(tmp_path: Path, started: li
     serve.proc.wait(10)
 
     assert wait_gone(list(pids.values()), timeout=20) == [], "orphaned services"
+
+
+def test_default_ports_with_two_replicas_step_around_the_gateway() -> None:
+    from services.cli import build_parser
+    from services.supervisor import build_plan
+
+    args = build_parser().parse_args(
+        ["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2", "--host=0.0.0.0"]
+    )
+    plan = build_plan(args)
+    # 50053 is the gateway's gRPC port, so the second replica takes 50054; the first three
+    # metrics ports are those of deploy/prometheus/prometheus.yml.
+    assert [s.grpc_port for s in plan.sessions] == [50052, 50054]
+    assert (plan.engine.grpc_port, plan.gateway.grpc_port, plan.gateway.http_port) == (50051, 50053, 8080)
+    assert [c.metrics_port for c in (plan.engine, *plan.sessions, plan.gateway)] == [9101, 9102, 9104, 9103]
+    assert plan.web_url == "http://127.0.0.1:8080/"
+    # The gateway is given both replicas (gRPC fails over to the second when the first is down).
+    assert plan.gateway_session_target == "ipv4:127.0.0.1:50052,127.0.0.1:50054"
