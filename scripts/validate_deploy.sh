@@ -19,7 +19,7 @@ if ! { [ -x "$BIN/kubectl" ] && [ -x "$BIN/hadolint" ] && [ -x "$BIN/kubernetes-
 fi
 
 # promtool: only from Debian's prometheus package, and only when missing.
-if ! command -v promtool >/dev/null 2>&1; then
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
   echo "== installing promtool (Debian package prometheus)"
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -32,6 +32,7 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge, Histogram
 from prometheus_client import Counter as PromCounter
 
+from services.common.context import bind_rpc_fields
 from services.common.errors import Lang, ServiceError, from_rule_error
 from services.common.logging import get_logger
 from services.common.metrics import LATENCY_BUCKETS
@@ -134,6 +135,13 @@ class SessionMetrics:
             ["store", "op"],
             registry=registry,
         )
+        # Create every labelled series up front so dashboards and rate() see them from the first scrape.
+        for mode in ("kr-product", "classic"):
+            for source in ("player", "timeout", "bot"):
+                for stage in ("durable", "fanout"):
+                    self.move_duration.labels(mode, source, stage)
+            self.timeouts.labels(mode)
+            self.eliminations.labels(mode)
         self.bot_moves = PromCounter(
             "ninetynine_session_bot_moves_total", "Moves played by bots.", registry=registry
         )
@@ -546,6 +554,7 @@ class RoomService:
             caller = rooms.identify(doc, token)
             if caller.player_id is None:
                 raise session_error("SPECTATOR_CANNOT_ACT")
+            bind_rpc_fields(player_id=caller.player_id)
             seat = rooms.seat_of(doc, caller.player_id)
             if client_seq == seat.last_client_seq:
                 raise _NoChange(
