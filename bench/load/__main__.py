@@ -27,7 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--reconnects-per-minute", type=float, default=defaults.reconnects_per_minute, help="per bound client"
     )
     parser.add_argument("--log-level", default=defaults.log_level, help="the services' log level")
-    parser.add_argument("--store", default=defaults.store, help="sqlite (fresh file) or a redis:// URL")
+    parser.add_argument(
+        "--store",
+        default=defaults.store,
+        help="sqlite or sqlite?synchronous=normal (a fresh file), or a redis:// URL",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
     parser.add_argument("--json", metavar="PATH", help="write the summary and every second to PATH")

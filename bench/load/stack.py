@@ -50,7 +50,7 @@ class StackConfig:
     turn_time_scale: float = 1.0
     bot_think_ms: int = 3000
     log_level: str = "info"
-    store: str = "sqlite"  # sqlite (a fresh file) or a redis:// URL
+    store: str = "sqlite"  # sqlite[?synchronous=normal] (a fresh file) or a redis:// URL
     heartbeat_seconds: int = 20
 
 
@@ -108,7 +108,10 @@ class Stack:
         self.ports = {name: free_port() for name in names}
         self.ports["gateway_metrics"] = free_port()
         cfg = self.config
-        store = cfg.store if cfg.store.startswith("redis") else f"sqlite:///{self.workdir}/rooms.db"
+        # "sqlite" or "sqlite?synchronous=normal": a fresh file in the work dir; otherwise a Redis URL.
+        store = cfg.store
+        if store.startswith("sqlite"):
+            store = f"sqlite:///{self.workdir}/rooms.db" + store[len("sqlite") :]
         try:
             engine = self._spawn(
                 "engine",
