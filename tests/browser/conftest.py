@@ -165,7 +165,7 @@ async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
             device_scale_factor=2,
             is_mobile=True,
             has_touch=True,
-            locale="ko-KR",
+            locale="en-US",  # the table is Korean by default whatever the browser's language
         )
         context.set_default_timeout(ACTION_TIMEOUT_MS)
         page = context.pages[0] if context.pages else await context.new_page()
