@@ -31,7 +31,7 @@ async def _first_event(stream: Stream) -> None:
 async def test_presence_follows_the_stream_and_absent_players_run_on_the_deadline(
     make_stack: MakeStack,
 ) -> None:
-    stack = await make_stack(time_scale=0.02)  # 15 s turns -> 300 ms
+    stack = await make_stack(time_scale=0.01)  # 15 s turns -> 150 ms
     a = await stack.stub.CreateRoom(
         pb.CreateRoomRequest(name="A", max_seats=3, options=game_pb2.Options(mode=game_pb2.MODE_CLASSIC))
     )
@@ -74,7 +74,7 @@ async def test_presence_follows_the_stream_and_absent_players_run_on_the_deadlin
                         token=b.seat_token, client_seq=client_seq, action=view.legal_plays[0].action
                     )
                 )
-            except grpc.aio.AioRpcError as err:  # B's own 300 ms deadline may win on a busy machine
+            except grpc.aio.AioRpcError as err:  # B's own 150 ms deadline may win on a busy machine
                 assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
     b_stream.cancel()
     assert (a.player_id, True) in presence and (b.player_id, True) in presence
@@ -87,7 +87,6 @@ async def test_presence_follows_the_stream_and_absent_players_run_on_the_deadlin
     sources = {(m.player_id, m.source) for m in replay.moves}
     assert (a.player_id, "timeout") in sources and (a.player_id, "player") not in sources
     assert (bot.player_id, "bot") in sources
-    await eventually(lambda: _is(sample(stack.registry, gauge) == 0))
 
     # The metrics a dashboard reads, on this stack's registry.
     reg = stack.registry
