@@ -18,15 +18,17 @@ async def assert_room_intact(stub: pb_grpc.SessionServiceAsyncStub, room_id: str
     return replay
 
 
-def assert_acked_moves_in_replay(
-    replay: pb.GetReplayResponse, player_id: str, acked_seqs: list[int]
-) -> None:
+def assert_acked_moves_in_replay(replay: pb.GetReplayResponse, player_id: str, acked_seqs: list[int]) -> None:
     """Every acknowledged play of ``player_id`` is the last card played at or before its seq."""
     by_seq = {e.seq: e for e in replay.events}
     for acked in acked_seqs:
         assert acked in by_seq, f"acknowledged seq {acked} is not in the replay"
         last_played = max(
-            s for s, e in by_seq.items() if s <= acked and e.HasField("game") and e.game.HasField("card_played")
+            s
+            for s, e in by_seq.items()
+            if s <= acked and e.HasField("game") and e.game.HasField("card_played")
         )
         played = by_seq[last_played].game.card_played
-        assert played.player_id == player_id, f"seq {acked} acknowledged to {player_id} is {played.player_id}'s move"
+        assert played.player_id == player_id, (
+            f"seq {acked} acknowledged to {player_id} is {played.player_id}'s move"
+        )

@@ -64,7 +64,7 @@ class WsPlayer:
         if self.pending is not None:
             await client.send(self.pending)
 
-    def _take(self, message: dict[str, Any]) -> None:
+    def take(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
         kind = message["type"]
         if kind == "event":
@@ -82,15 +82,23 @@ class WsPlayer:
         """Read one message and react to it like a player would."""
         assert self.client is not None
         message = await self.client.recv()
-        self._take(message)
+        self.take(message)
+        await self.react(message)
+
+    async def react(self, message: dict[str, Any]) -> None:
+        assert self.client is not None
         kind = message["type"]
         if kind == "view":
             view = message["view"]
             if view.get("myTurn") and view["legalPlays"] and self.pending is None:
                 self.client_seq += 1
                 action = random.choice(view["legalPlays"])["action"]
-                self.pending = {"type": "play", "id": f"p{self.client_seq}", "clientSeq": self.client_seq,
-                                "action": action}
+                self.pending = {
+                    "type": "play",
+                    "id": f"p{self.client_seq}",
+                    "clientSeq": self.client_seq,
+                    "action": action,
+                }
                 await self.client.send(self.pending)
         elif kind == "played" and self.pending and message["clientSeq"] == self.pending["clientSeq"]:
             self.acked.append(message["seq"])

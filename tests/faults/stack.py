@@ -99,7 +99,12 @@ def gateway_service(tmp: Path, session_port: int, *, label: str = "gateway") -> 
         "--metrics-port=0",
     ]
     return Service(
-        label, args, tmp / f"{label}.log", lambda: wait_serving(grpc_port), port=grpc_port, http_port=http_port
+        label,
+        args,
+        tmp / f"{label}.log",
+        lambda: wait_serving(grpc_port),
+        port=grpc_port,
+        http_port=http_port,
     )
 
 

@@ -38,4 +38,10 @@ async def open_table(
         assert added["type"] == "room", added
     started = await host.request({"type": "startGame", "id": "s"})
     assert started["type"] == "room" and started["room"]["phase"] == "playing", started
+    for player in players:
+        # Game messages that arrived while the setup requests waited for their replies count too.
+        assert player.client is not None
+        for message in player.client.seen:
+            player.take(message)
+        player.client.seen.clear()
     return room_id, players

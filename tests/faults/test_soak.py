@@ -62,7 +62,8 @@ async def test_soak_random_disconnects_no_stuck_game_flat_memory(
     stop_at = time.monotonic() + SOAK_SECONDS
     try:
         tables = [
-            asyncio.create_task(_table_loop(http, gateway, stop_at, finished, stuck)) for _ in range(SOAK_TABLES)
+            asyncio.create_task(_table_loop(http, gateway, stop_at, finished, stuck))
+            for _ in range(SOAK_TABLES)
         ]
         while time.monotonic() < stop_at:
             samples.append(tuple(s.rss_kib() for s in services))

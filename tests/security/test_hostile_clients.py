@@ -25,15 +25,17 @@ TEN_MB = 10 * 1024 * 1024
 async def _two_seat_game(gateway: RunningGateway, ws_client: WsFactory) -> tuple[WsClient, WsClient, str]:
     """Two humans, no bots, a long turn timer; returns (host, guest, room_id) once the game runs."""
     host, guest = await ws_client(gateway), await ws_client(gateway)
-    joined = await host.request({"type": "createRoom", "id": 1, "name": "A", "seats": 2,
-                                 "options": {"turnSeconds": 30}})
+    joined = await host.request(
+        {"type": "createRoom", "id": 1, "name": "A", "seats": 2, "options": {"turnSeconds": 30}}
+    )
     await guest.request({"type": "joinRoom", "id": 1, "roomId": joined["roomId"], "name": "B"})
     await host.request({"type": "startGame", "id": 2})
     return host, guest, joined["roomId"]
 
 
 async def _latest_view(client: WsClient) -> dict[str, Any]:
-    return (await client.until(lambda m: m["type"] == "view"))["view"]
+    view: dict[str, Any] = (await client.until(lambda m: m["type"] == "view"))["view"]
+    return view
 
 
 async def test_acting_for_another_seat_or_as_a_spectator_changes_nothing(

@@ -13,6 +13,7 @@ import json
 import os
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ FORBIDDEN_KEYS = frozenset({"drawPile", "hands", "rng", "rngState", "deck", "dis
 
 
 def _random_options(rng: random.Random) -> Options:
-    chosen = {attr: rng.choice(allowed) for attr, (_, allowed) in CHOICES.items()}
+    chosen: dict[str, Any] = {attr: rng.choice(allowed) for attr, (_, allowed) in CHOICES.items()}
     return replace(Options(), **chosen)
 
 
