@@ -239,6 +239,10 @@ class RoomService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._cache_size = 20_000
+        # View messages of recent room versions, per (room, version, viewer, lang), and their room part.
+        self._views: OrderedDict[tuple[str, int, str | None, Lang], pb.SubscribeResponse] = OrderedDict()
+        self._public_rooms: OrderedDict[tuple[str, int], pb.Room] = OrderedDict()
+        self._views_size = 4096
         self._presence: Counter[tuple[str, str]] = Counter()
         self._fanout_pending: dict[tuple[str, int], tuple[float, str, str]] = {}
         self._wake = asyncio.Event()
@@ -736,19 +740,44 @@ class RoomService:
             return event
         return pb.RoomEvent(seq=event.seq, at_ms=event.at_ms, batch_end=event.batch_end, hidden=pb.Hidden())
 
+    def _view_message(self, loaded: Loaded, viewer: str | None, lang: Lang) -> pb.SubscribeResponse:
+        """The ``view`` message of ``loaded`` for one viewer, built once per room version.
+
+        Every subscriber of a room asks for the view of the same version right after a batch: the
+        spectators share one message, each player gets theirs, and the ``room`` part is shared too.
+        Keyed by the record version (it bumps on every commit), so a cached message is never stale.
+        The cached messages are handed to several streams as they are: nobody may modify them.
+        """
+        record = loaded.record
+        key = (record.room_id, record.version, viewer, lang)
+        message = self._views.get(key)
+        if message is not None:
+            self._views.move_to_end(key)
+            return message
+        room_key = (record.room_id, record.version)
+        room = self._public_rooms.get(room_key)
+        if room is None:
+            room = self._public_rooms[room_key] = rooms.public_room(loaded.doc)
+            while len(self._public_rooms) > self._views_size:
+                self._public_rooms.popitem(last=False)
+        update = pb.ViewUpdate(seq=loaded.doc.last_seq, room=room)
+        view = self.view_of(loaded, viewer, lang)
+        if view is not None:
+            update.view.CopyFrom(view)
+        message = self._views[key] = pb.SubscribeResponse(view=update)
+        while len(self._views) > self._views_size:
+            self._views.popitem(last=False)
+        return message
+
     async def _view_update(
         self, room_id: str, seq: int, viewer: str | None, lang: Lang
-    ) -> pb.ViewUpdate | None:
+    ) -> pb.SubscribeResponse | None:
         loaded = self._cache.get(room_id)
         if loaded is None or loaded.doc.last_seq < seq:
             loaded = await self.load(room_id, fresh=True)
         if loaded.doc.last_seq != seq:
             return None  # a newer move is already stored: its own batch end brings the view
-        view = self.view_of(loaded, viewer, lang)
-        update = pb.ViewUpdate(seq=seq, room=rooms.public_room(loaded.doc))
-        if view is not None:
-            update.view.CopyFrom(view)
-        return update
+        return self._view_message(loaded, viewer, lang)
 
     async def subscribe(self, token: str, after_seq: int, lang: Lang) -> AsyncIterator[pb.SubscribeResponse]:
         room_id = rooms.token_room(token)
@@ -762,7 +791,7 @@ class RoomService:
             yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
             update = await self._view_update(room_id, last, viewer, lang)
             if update is not None:
-                yield pb.SubscribeResponse(view=update)
+                yield update
             after_seq = last
         self.metrics.subscribers.inc()
         presence_key = (room_id, viewer or "")
@@ -785,7 +814,10 @@ class RoomService:
                         )
                     update = await self._view_update(room_id, stored.seq, viewer, lang)
                     if update is not None:
-                        yield pb.SubscribeResponse(view=update)
+                        yield update
+        except BaseException as exc:
+            print("DBG subscribe exit", type(exc), flush=True)
+            raise
         except EventsTrimmed:
             yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
         finally:
