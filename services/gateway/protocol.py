@@ -4,16 +4,24 @@ A frame becomes a ``ClientMessage`` only after it passed the JSON Schema
 (``services/gateway/schema/client-protocol.schema.json``) for its ``type``; everything else
 becomes a :class:`ProtocolError` with a stable reason, a Korean and an English text, and the
 facts in ``metadata``. Nothing in here raises anything else on client input.
+
+Validation is two-tier, for speed on the hot path (every ``play``): a ``fastjsonschema`` function
+compiled once per message type accepts a valid frame in a few microseconds; a frame it refuses is
+judged again by ``jsonschema`` (the reference implementation), whose verdict and ``best_match`` text
+are the ones the client gets, exactly as before. The fast tier is used only for types whose schema
+uses keywords that mean the same in both (``_FAST_KEYWORDS``); it may be stricter, never laxer.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
@@ -85,15 +93,92 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-@cache
-def _validator(ref: str) -> jsonschema.protocols.Validator:
+def _target(ref: str) -> dict[str, Any]:
     # The root schema with the one definition as its target: errors then name the fields of
     # that message instead of "is not valid under any of the given schemas".
     root = dict(schema())
     root.pop("oneOf", None)
     root["$ref"] = f"#/$defs/{ref}"
+    return root
+
+
+@cache
+def _validator(ref: str) -> jsonschema.protocols.Validator:
+    root = _target(ref)
     cls = jsonschema.validators.validator_for(root)
     return cls(root, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+
+
+# Keywords fastjsonschema (draft 7 semantics) checks exactly as draft 2020-12 does. Anything else
+# reachable from a message's definition (``unevaluatedProperties``, ``format``, ...) keeps that
+# type on jsonschema alone. ``items`` is only safe as a schema, not as the draft-7 tuple form.
+_FAST_KEYWORDS = frozenset(
+    {
+        "$ref", "type", "properties", "required", "additionalProperties", "const", "enum",
+        "minimum", "maximum", "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
+        "oneOf", "anyOf", "allOf", "not", "description", "title",
+    }
+)  # fmt: skip
+_SUBSCHEMA_MAPS = frozenset({"properties"})
+_SUBSCHEMA_LISTS = frozenset({"oneOf", "anyOf", "allOf"})
+_SUBSCHEMAS = frozenset({"additionalProperties", "items", "not"})
+
+
+def _fast_compatible(ref: str) -> bool:
+    """Whether every schema reachable from ``#/$defs/<ref>`` uses only ``_FAST_KEYWORDS``."""
+    defs: dict[str, Any] = schema()["$defs"]
+    seen: set[str] = set()
+    pending: list[Any] = [{"$ref": f"#/$defs/{ref}"}]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, bool):
+            continue
+        if not isinstance(node, dict) or not node.keys() <= _FAST_KEYWORDS:
+            return False
+        for key, value in node.items():
+            if key == "$ref":
+                prefix, _, name = str(value).rpartition("/")
+                if prefix != "#/$defs" or name not in defs:
+                    return False
+                if name not in seen:
+                    seen.add(name)
+                    pending.append(defs[name])
+            elif key in _SUBSCHEMA_MAPS:
+                pending.extend(value.values())
+            elif key in _SUBSCHEMA_LISTS:
+                pending.extend(value)
+            elif key in _SUBSCHEMAS:
+                if isinstance(value, list):
+                    return False
+                pending.append(value)
+    return True
+
+
+@cache
+def _fast_validator(ref: str) -> Callable[[Any], Any] | None:
+    """A compiled validator for ``#/$defs/<ref>``, or None when that type must use jsonschema only."""
+    if not _fast_compatible(ref):
+        return None
+    root = _target(ref)
+    root.pop("$schema", None)  # fastjsonschema knows drafts up to 7; the keywords above mean the same
+    # use_default=False: never write schema defaults into the client's message.
+    validate: Callable[[Any], Any] = fastjsonschema.compile(root, use_default=False, use_formats=False)
+    return validate
+
+
+def _schema_error(kind: str, raw: dict[str, Any]) -> jsonschema.ValidationError | None:
+    fast = _fast_validator(kind)
+    if fast is not None:
+        try:
+            fast(raw)
+        except fastjsonschema.JsonSchemaException:
+            pass  # refused by the fast tier: the reference validator decides and words the error
+        else:
+            return None
+    error: jsonschema.ValidationError | None = jsonschema.exceptions.best_match(
+        _validator(kind).iter_errors(raw)
+    )
+    return error
 
 
 def server_validator() -> jsonschema.protocols.Validator:
@@ -136,7 +221,7 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "missing string field 'type'"}, reply_id)
     if kind not in CLIENT_TYPES:
         raise ProtocolError("UNKNOWN_TYPE", {"type": _short(kind)}, reply_id)
-    error = jsonschema.exceptions.best_match(_validator(kind).iter_errors(raw))
+    error = _schema_error(kind, raw)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"{where}: {error.message}")}, reply_id)
