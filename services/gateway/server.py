@@ -39,6 +39,7 @@ from services.common.logging import configure_logging, get_logger
 from services.common.metrics import start_metrics_server
 from services.gateway.connection import CLOSE_SHUTDOWN, Connection
 from services.gateway.convert import JsonId, server_text
+from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.protocol import ProtocolError, parse_text
@@ -57,11 +58,15 @@ log = get_logger(__name__)
 class WebSocketTransport:
     protocol = "ws"
 
-    def __init__(self, ws: web.WebSocketResponse) -> None:
+    def __init__(self, ws: web.WebSocketResponse, texts: SharedServerText | None = None) -> None:
         self.ws = ws
+        self.texts = texts
 
     async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
-        await self.ws.send_str(server_text(msg, reply_id))
+        if self.texts is None:
+            await self.ws.send_str(server_text(msg, reply_id))
+        else:
+            await self.ws.send_str(self.texts.text(msg, reply_id))
 
     async def close(self, code: int) -> None:
         await self.ws.close(code=code)
@@ -102,6 +107,8 @@ class Gateway:
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics.create)
     connections: set[Connection] = field(default_factory=set)
     draining: bool = False
+    # JSON of pushed messages shared by the WebSocket connections that receive the same one.
+    texts: SharedServerText = field(default_factory=SharedServerText)
 
     def _open(self, connection: Connection) -> Connection:
         connection.start()
@@ -127,7 +134,9 @@ class Gateway:
             raise web.HTTPServiceUnavailable(text="draining")
         ws = web.WebSocketResponse(max_msg_size=WS_READ_LIMIT, autoping=True)
         await ws.prepare(request)
-        connection = self._open(Connection(WebSocketTransport(ws), self.session, self.limits, self.metrics))
+        connection = self._open(
+            Connection(WebSocketTransport(ws, self.texts), self.session, self.limits, self.metrics)
+        )
         try:
             async for frame in ws:
                 if frame.type == WSMsgType.TEXT:
