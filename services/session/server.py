@@ -154,6 +154,7 @@ def create_session_server(
     bot_think_ms: int = 700,
     engine_timeout: float = 1.0,
     time_scale: float = 1.0,
+    stream_heartbeat_s: float = 15.0,
     registry: CollectorRegistry = REGISTRY,
     metrics: SessionMetrics | None = None,
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
@@ -172,6 +173,7 @@ def create_session_server(
         bot_think_ms=bot_think_ms,
         metrics=metrics or SessionMetrics(registry),
         time_scale=time_scale,
+        stream_heartbeat_s=stream_heartbeat_s,
     )
     interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
     server, port, health = create_server(
@@ -206,6 +208,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         store_url=args.store,
         bot_think_ms=args.bot_think_ms,
         time_scale=args.turn_time_scale,
+        stream_heartbeat_s=args.stream_heartbeat_seconds,
     )
     log.info(
         "session listening",
@@ -266,6 +269,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=float,
         default=1.0,
         help="multiply turn timers by this (tests and load runs compress time; keep 1 in production)",
+    )
+    add_env_argument(
+        parser,
+        "--stream-heartbeat-seconds",
+        type=float,
+        default=15.0,
+        help="idle Subscribe streams get a heartbeat this often (ends streams of vanished clients)",
     )
     add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
     add_env_argument(

@@ -224,6 +224,7 @@ class RoomService:
         metrics: SessionMetrics | None = None,
         owner: str | None = None,
         time_scale: float = 1.0,
+        stream_heartbeat_s: float = 15.0,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -234,6 +235,7 @@ class RoomService:
         self.poll_ms = poll_ms
         # Turn timers are multiplied by this (1.0 in production; load and fault tests compress time).
         self.time_scale = time_scale
+        self.stream_heartbeat_s = stream_heartbeat_s
         self.metrics = metrics or SessionMetrics()
         self.owner = owner or f"replica-{secrets.token_hex(6)}"
         self._locks: dict[str, asyncio.Lock] = {}
@@ -799,10 +801,30 @@ class RoomService:
             self._presence[presence_key] += 1
             if self._presence[presence_key] == 1:
                 await self._set_presence(room_id, viewer, True)
+        # The store's tail is pumped by its own task so that an idle stream can send heartbeats:
+        # grpc.aio does not always cancel an idle server stream whose client went away, but the
+        # next write on it fails, which ends this generator.
+        queue: asyncio.Queue[StoredEvent | BaseException | None] = asyncio.Queue(maxsize=1000)
+        pump = asyncio.create_task(self._pump(room_id, after_seq, queue))
         try:
-            tail = self.store.tail(room_id, after_seq)
             catching_up_to = last
-            async for stored in tail:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), self.stream_heartbeat_s)
+                except TimeoutError:
+                    yield pb.SubscribeResponse(heartbeat=pb.Heartbeat(at_ms=now_ms()))
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, EventsTrimmed):
+                    yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
+                    break
+                if isinstance(item, StoreUnavailable):
+                    self.metrics.store_errors.labels(self.store_kind, "tail").inc()
+                    raise session_error("STORE_UNAVAILABLE")
+                if isinstance(item, BaseException):
+                    raise item
+                stored = item
                 event = self._filtered(stored, viewer)
                 yield pb.SubscribeResponse(event=event)
                 if event.batch_end and stored.seq >= catching_up_to:
@@ -815,12 +837,8 @@ class RoomService:
                     update = await self._view_update(room_id, stored.seq, viewer, lang)
                     if update is not None:
                         yield update
-        except BaseException as exc:
-            print("DBG subscribe exit", type(exc), flush=True)
-            raise
-        except EventsTrimmed:
-            yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
         finally:
+            pump.cancel()
             self.metrics.subscribers.dec()
             if viewer is not None:
                 self._presence[presence_key] -= 1
@@ -828,6 +846,20 @@ class RoomService:
                     del self._presence[presence_key]
                     if not self._stopping.is_set():
                         await self._set_presence(room_id, viewer, False)
+
+    async def _pump(
+        self, room_id: str, after_seq: int, queue: asyncio.Queue[StoredEvent | BaseException | None]
+    ) -> None:
+        """Copy the store's tail into ``queue``; errors travel as items, the end as ``None``."""
+        tail = self.store.tail(room_id, after_seq)
+        try:
+            async for stored in tail:
+                await queue.put(stored)
+            await queue.put(None)
+        except (EventsTrimmed, StoreUnavailable, InvalidStoreInput) as err:
+            await queue.put(err)
+        finally:
+            await tail.aclose()  # type: ignore[attr-defined]
 
     async def _set_presence(self, room_id: str, player_id: str, connected: bool) -> None:
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:

@@ -82,6 +82,7 @@ async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIte
             store_url=store_url(),
             bot_think_ms=bot_think_ms,
             time_scale=time_scale,
+            stream_heartbeat_s=0.5,
             registry=registry,
         )
         await server.start()

@@ -77,6 +77,9 @@ async def test_presence_follows_the_stream_and_absent_players_run_on_the_deadlin
             except grpc.aio.AioRpcError as err:  # B's own 150 ms deadline may win on a busy machine
                 assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
     b_stream.cancel()
+    await eventually(
+        lambda: _is(sample(stack.registry, gauge) == 0)
+    )  # a finished room's idle stream ends too
     assert (a.player_id, True) in presence and (b.player_id, True) in presence
     assert presence.index((a.player_id, False)) > presence.index((a.player_id, True))
     assert not any(pid == bot.player_id for pid, _ in presence), "bots have no presence to change"

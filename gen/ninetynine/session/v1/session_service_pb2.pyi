@@ -912,6 +912,29 @@ class ViewUpdate(_message.Message):
 Global___ViewUpdate: _TypeAlias = ViewUpdate  # noqa: Y015
 
 @_typing.final
+class Heartbeat(_message.Message):
+    """Sent on a stream that has been idle for a while (15 s by default): it keeps proxies from
+    closing the stream and lets the server notice a client that has gone away. Ignore it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AT_MS_FIELD_NUMBER: _builtins.int
+    at_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Heartbeat: _TypeAlias = Heartbeat  # noqa: Y015
+
+@_typing.final
 class SubscribeResponse(_message.Message):
     """One item of a room's stream."""
 
@@ -920,24 +943,28 @@ class SubscribeResponse(_message.Message):
     EVENT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     SNAPSHOT_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> Global___RoomEvent: ...
     @_builtins.property
     def view(self) -> Global___ViewUpdate: ...
     @_builtins.property
     def snapshot(self) -> Global___Snapshot: ...
+    @_builtins.property
+    def heartbeat(self) -> Global___Heartbeat: ...
     def __init__(
         self,
         *,
         event: Global___RoomEvent | None = ...,
         view: Global___ViewUpdate | None = ...,
         snapshot: Global___Snapshot | None = ...,
+        heartbeat: Global___Heartbeat | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["event", "view", "snapshot"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["event", "view", "snapshot", "heartbeat"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
