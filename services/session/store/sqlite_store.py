@@ -17,8 +17,8 @@ Group commit: ``commit`` calls that arrive while the worker is busy (another gro
 queued and written together in one transaction, hence one fsync for many rooms' moves.  Each commit runs
 in its own SAVEPOINT, so a ``VersionConflict`` or refused input rolls back that commit alone, and every
 caller is answered only after the shared COMMIT returned (durable).  ``commit_transactions`` and
-``commits_applied`` count them (commits per fsync).  ``?synchronous=normal`` trades that for speed (a process crash still loses
-nothing; a power loss may drop the last commits).
+``commits_applied`` count them (commits per fsync).  ``?synchronous=normal`` trades that for speed
+(a process crash still loses nothing; a power loss may drop the last commits).
 
 All SQLite calls run on one dedicated worker thread per store, so the event loop never blocks on disk.
 Live ``tail`` notifications are in-process: a commit wakes the tails of the same store object, so one
