@@ -218,10 +218,12 @@ async def serve_session(args: argparse.Namespace) -> None:
         store=args.store.split("?")[0],
     )
     scheduler = asyncio.create_task(room_service.run_scheduler())
+    room_gauge = asyncio.create_task(room_service.run_room_gauge())
 
     async def on_shutdown() -> None:
         await close_room_service(room_service)
         scheduler.cancel()
+        room_gauge.cancel()
 
     await serve(
         server, health, grace=args.grace, service_names=[SESSION_SERVICE_NAME], on_shutdown=on_shutdown

@@ -644,6 +644,17 @@ class RoomService:
             if not claimed:
                 await asyncio.sleep(0.005)  # a lease held by another replica: don't spin
 
+    async def run_room_gauge(self, every_s: float = 10.0) -> None:
+        """Keep ``ninetynine_session_rooms{phase}`` current (every replica reports the shared store)."""
+        while not self._stopping.is_set():
+            try:
+                for phase, count in (await self.store.count_rooms()).items():
+                    self.metrics.rooms.labels(phase).set(count)
+            except StoreUnavailable:
+                self.metrics.store_errors.labels(self.store_kind, "count").inc()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), every_s)
+
     async def stop(self) -> None:
         self._stopping.set()
         self._wake.set()

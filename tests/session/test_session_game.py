@@ -169,3 +169,21 @@ async def test_spectator_cannot_act_and_never_sees_a_hand(make_stack) -> None:
             )
         )
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_rooms_gauge_counts_the_store_by_phase(make_stack) -> None:
+    stack = await make_stack()
+    for _ in range(3):
+        await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    started = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="B", max_seats=2))
+    await stack.stub.AddBot(pb.AddBotRequest(token=started.seat_token))
+    await stack.stub.StartGame(pb.StartGameRequest(token=started.seat_token))
+    gauge = asyncio.create_task(stack.rooms.run_room_gauge(every_s=0.05))
+    await asyncio.sleep(0.3)
+    gauge.cancel()
+
+    def value(phase: str) -> float | None:
+        return stack.registry.get_sample_value("ninetynine_session_rooms", {"phase": phase})
+
+    assert value("lobby") == 3
+    assert (value("playing") or 0) + (value("finished") or 0) == 1

@@ -141,6 +141,10 @@ class RoomStore(Protocol):
         """One page of rooms (oldest first), optionally of one phase, and the next token ("" = last page)."""
         ...
 
+    async def count_rooms(self) -> dict[str, int]:
+        """How many rooms are in each phase (every phase present, 0 when none), for the rooms gauge."""
+        ...
+
     async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
         """Claim up to ``limit`` rooms whose deadline (or expired lease) is at or before ``now_ms``.
 

@@ -34,6 +34,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from services.session.store.base import (
+    PHASES,
     EventsTrimmed,
     InvalidStoreInput,
     RoomAlreadyExists,
@@ -385,6 +386,16 @@ class RedisRoomStore:
         records = [record for record in records if phase is None or record.phase == phase]
         next_token = page[-1] if len(members) > page_size else ""
         return records, next_token
+
+    async def count_rooms(self) -> dict[str, int]:
+        self._check_open()
+        phases = sorted(PHASES)
+        with _unavailable_on_connection_errors():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for phase in phases:
+                    pipe.zcard(self._index_key(phase))
+                counts = cast(list[int], await pipe.execute())
+        return dict(zip(phases, counts, strict=True))
 
     async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
         check_claim_args(owner, lease_ms, limit)

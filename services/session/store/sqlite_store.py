@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from services.session.store.base import (
+    PHASES,
     EventsTrimmed,
     InvalidStoreInput,
     RoomAlreadyExists,
@@ -522,6 +523,15 @@ class SqliteRoomStore:
         more = len(rows) > page_size
         next_token = list_key(records[-1].created_at_ms, records[-1].room_id) if more else ""
         return records, next_token
+
+    async def count_rooms(self) -> dict[str, int]:
+        return await self._run(self._count_sync)
+
+    def _count_sync(self) -> dict[str, int]:
+        counts = dict.fromkeys(sorted(PHASES), 0)
+        for phase, count in self._conn.execute("SELECT phase, COUNT(*) FROM rooms GROUP BY phase"):
+            counts[phase] = count
+        return counts
 
     async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
         check_claim_args(owner, lease_ms, limit)
