@@ -14,13 +14,11 @@ Entry points that are not gRPC handlers (the gateway's websocket loop, a CLI com
 
 from __future__ import annotations
 
+import random
 import re
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-
-import structlog
+from contextvars import ContextVar, Token
 
 REQUEST_ID_HEADER = "x-request-id"
 ACCEPT_LANGUAGE_HEADER = "accept-language"
@@ -29,14 +27,33 @@ ACCEPT_LANGUAGE_HEADER = "accept-language"
 # client cannot inject newlines or megabytes into either.
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
-_request_id: ContextVar[str] = ContextVar("ninetynine_request_id", default="")
-_accept_language: ContextVar[str] = ContextVar("ninetynine_accept_language", default="")
-_rpc_fields: ContextVar[dict[str, object] | None] = ContextVar("ninetynine_rpc_fields", default=None)
+
+class RequestScope:
+    """Everything one request carries: id, language, canonical-line fields, extra log context.
+
+    One object in one context variable, so opening a scope is a single ``ContextVar.set`` (this
+    runs on every RPC). ``log_context`` (``request_id``, ``method``...) is added to every log line
+    written inside the scope by :mod:`services.common.logging`.
+    """
+
+    __slots__ = ("accept_language", "fields", "log_context", "request_id")
+
+    def __init__(self, request_id: str, accept_language: str, log_context: dict[str, object]) -> None:
+        self.request_id = request_id
+        self.accept_language = accept_language
+        self.fields: dict[str, object] = {}
+        self.log_context = log_context
+
+
+_scope: ContextVar[RequestScope | None] = ContextVar("ninetynine_request_scope", default=None)
 
 
 def new_request_id() -> str:
-    """A fresh request id: 32 lowercase hex digits (uuid4)."""
-    return uuid.uuid4().hex
+    """A fresh request id: 32 lowercase hex digits (128 random bits, like a uuid4's hex).
+
+    Ids only need to be unique, not unguessable; ``random`` is reseeded in forked children.
+    """
+    return f"{random.getrandbits(128):032x}"
 
 
 def sanitize_request_id(candidate: str | bytes | None) -> str:
@@ -48,14 +65,21 @@ def sanitize_request_id(candidate: str | bytes | None) -> str:
     return new_request_id()
 
 
+def current_scope() -> RequestScope | None:
+    """The scope of the request being served in this context (``None`` outside any request)."""
+    return _scope.get()
+
+
 def request_id() -> str:
     """The id of the request being served in this context, or ``""`` outside any request."""
-    return _request_id.get()
+    scope = _scope.get()
+    return "" if scope is None else scope.request_id
 
 
 def accept_language() -> str:
     """The ``accept-language`` of the request being served (``""`` when none), for forwarding."""
-    return _accept_language.get()
+    scope = _scope.get()
+    return "" if scope is None else scope.accept_language
 
 
 def bind_rpc_fields(**fields: object) -> None:
@@ -64,15 +88,39 @@ def bind_rpc_fields(**fields: object) -> None:
     Outside an RPC (no interceptor / :func:`request_scope` active) this is a no-op, so library
     code may call it unconditionally. Later values for the same key win.
     """
-    current = _rpc_fields.get()
-    if current is not None:
-        current.update(fields)
+    scope = _scope.get()
+    if scope is not None:
+        scope.fields.update(fields)
 
 
 def rpc_fields() -> dict[str, object]:
     """A copy of the fields bound so far for the current RPC (empty outside an RPC)."""
-    current = _rpc_fields.get()
-    return dict(current) if current is not None else {}
+    scope = _scope.get()
+    return dict(scope.fields) if scope is not None else {}
+
+
+def open_scope(
+    rid: str, accept_language: str | bytes | None, log_context: dict[str, object]
+) -> tuple[RequestScope, Token[RequestScope | None]]:
+    """Enter a scope for an already sanitized id; pass the token to :func:`close_scope`.
+
+    ``log_context`` should not contain ``request_id`` (it is added). The outer scope's log
+    context stays visible in the inner one, as nested scopes always did.
+    """
+    if isinstance(accept_language, bytes):
+        accept_language = accept_language.decode("ascii", "replace")
+    outer = _scope.get()
+    if outer is None:
+        context = {"request_id": rid, **log_context}
+    else:
+        context = {**outer.log_context, "request_id": rid, **log_context}
+    scope = RequestScope(rid, (accept_language or "")[:256], context)
+    return scope, _scope.set(scope)
+
+
+def close_scope(token: Token[RequestScope | None]) -> None:
+    """Leave the scope :func:`open_scope` entered (restores the outer one)."""
+    _scope.reset(token)
 
 
 @contextmanager
@@ -84,21 +132,11 @@ def request_scope(
     ``accept_language`` (the caller's header, if any) is forwarded on outgoing calls too.
 
     Yields the dict that collects :func:`bind_rpc_fields` values for the block. Extra keyword
-    arguments are bound into structlog's contextvars for the block's log lines (e.g. ``method``).
-    Everything is restored on exit, so scopes nest.
+    arguments are added to the block's log lines (e.g. ``method``). Everything is restored on
+    exit, so scopes nest.
     """
-    rid = sanitize_request_id(request_id)
-    fields: dict[str, object] = {}
-    if isinstance(accept_language, bytes):
-        accept_language = accept_language.decode("ascii", "replace")
-    rid_token = _request_id.set(rid)
-    lang_token = _accept_language.set((accept_language or "")[:256])
-    fields_token = _rpc_fields.set(fields)
-    log_tokens = structlog.contextvars.bind_contextvars(request_id=rid, **log_context)
+    scope, token = open_scope(sanitize_request_id(request_id), accept_language, log_context)
     try:
-        yield fields
+        yield scope.fields
     finally:
-        structlog.contextvars.reset_contextvars(**log_tokens)
-        _rpc_fields.reset(fields_token)
-        _accept_language.reset(lang_token)
-        _request_id.reset(rid_token)
+        close_scope(token)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -41,12 +41,13 @@ from services.common.context import (
     REQUEST_ID_HEADER,
     accept_language,
     bind_rpc_fields,
+    close_scope,
+    open_scope,
     request_id,
-    request_scope,
     sanitize_request_id,
 )
 from services.common.errors import ServiceError, abort
-from services.common.logging import get_logger
+from services.common.logging import emit_line
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -67,6 +68,9 @@ _SERVER_FAULT_CODES = frozenset(
     {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.DATA_LOSS}
 )
 
+# Histogram children kept per label values; more than this means odd label values: start over.
+_MAX_CACHED_CHILDREN = 4096
+
 AnyContext = grpc.aio.ServicerContext[Any, Any]
 Behavior = Callable[[Any, AnyContext], Any]
 
@@ -75,7 +79,8 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
     """Request ids, one canonical log line and one latency observation per RPC.
 
     ``rpc_histogram`` (optional) must have the label names ``("method", "code", *label_fields)``;
-    it is observed in seconds.
+    it is observed in seconds. Its labelled children are cached per label values (don't
+    ``remove()`` them from the histogram while the server runs).
     """
 
     def __init__(
@@ -93,7 +98,8 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             actual = tuple(getattr(rpc_histogram, "_labelnames", ()))
             if actual != expected:
                 raise ValueError(f"rpc_histogram labels must be {expected}, got {actual}")
-        self._log = get_logger(f"{service}.rpc")
+        self._logger_name = f"{service}.rpc"
+        self._children: dict[tuple[str, ...], Any] = {}
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
 
     async def intercept_service(
@@ -118,12 +124,19 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             "request_deserializer": handler.request_deserializer,
             "response_serializer": handler.response_serializer,
         }
+        observe = self._observe
 
         if not handler.request_streaming and not handler.response_streaming:
             inner_uu = cast(Behavior, handler.unary_unary)
+            if inspect.iscoroutinefunction(inner_uu):
+                # The common case: the handler's own coroutine is the body, no extra layer.
+                async def unary_unary(request: Any, context: AnyContext) -> Any:
+                    return await observe(method, context, inner_uu(request, context))
 
-            async def unary_unary(request: Any, context: AnyContext) -> Any:
-                return await self._observe(method, context, lambda: _call(inner_uu, request, context))
+            else:
+
+                async def unary_unary(request: Any, context: AnyContext) -> Any:
+                    return await observe(method, context, _call(inner_uu, request, context))
 
             return grpc.unary_unary_rpc_method_handler(unary_unary, **kw)
 
@@ -131,7 +144,7 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             inner_us = cast(Behavior, handler.unary_stream)
 
             async def unary_stream(request: Any, context: AnyContext) -> None:
-                await self._observe(method, context, lambda: _stream_out(inner_us(request, context), context))
+                await observe(method, context, _stream_out(inner_us, request, context))
 
             return grpc.unary_stream_rpc_method_handler(unary_stream, **kw)
 
@@ -139,46 +152,63 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             inner_su = cast(Behavior, handler.stream_unary)
 
             async def stream_unary(requests: AsyncIterable[Any], context: AnyContext) -> Any:
-                return await self._observe(method, context, lambda: _call(inner_su, requests, context))
+                return await observe(method, context, _call(inner_su, requests, context))
 
             return grpc.stream_unary_rpc_method_handler(stream_unary, **kw)
 
         inner_ss = cast(Behavior, handler.stream_stream)
 
         async def stream_stream(requests: AsyncIterable[Any], context: AnyContext) -> None:
-            await self._observe(method, context, lambda: _stream_out(inner_ss(requests, context), context))
+            await observe(method, context, _stream_out(inner_ss, requests, context))
 
         return grpc.stream_stream_rpc_method_handler(stream_stream, **kw)
 
-    async def _observe(self, method: str, context: AnyContext, body: Callable[[], Awaitable[T]]) -> T:
-        metadata = context.invocation_metadata()
-        rid = sanitize_request_id(_header(metadata, REQUEST_ID_HEADER))
-        language = _header(metadata, ACCEPT_LANGUAGE_HEADER)
-        with request_scope(rid, accept_language=language, method=method) as fields:
-            started = time.perf_counter()
-            code = grpc.StatusCode.UNKNOWN
-            failure: BaseException | None = None
+    async def _observe(self, method: str, context: AnyContext, body: Coroutine[Any, Any, T]) -> T:
+        """Await ``body`` (not started yet, so it runs inside the request's scope) and account for it."""
+        try:
+            rid: str | bytes | None = None
+            language: str | bytes | None = None
+            for key, value in context.invocation_metadata() or ():
+                if key == REQUEST_ID_HEADER:
+                    if rid is None:
+                        rid = value
+                elif key == ACCEPT_LANGUAGE_HEADER and language is None:
+                    language = value
+            scope, token = open_scope(sanitize_request_id(rid), language, {"method": method})
+        except BaseException:
+            body.close()
+            raise
+        started = time.perf_counter()
+        code = grpc.StatusCode.UNKNOWN
+        failure: BaseException | None = None
+        try:
             try:
-                try:
-                    result = await body()
-                except ServiceError as err:
-                    await abort(context, err)
-                code = context.code() or grpc.StatusCode.OK
-                return result
-            except grpc.aio.AbortError:
-                code = context.code() or grpc.StatusCode.UNKNOWN
-                raise
-            except asyncio.CancelledError:
-                # grpc.aio cancels the handler both when the client cancels and when the deadline passes.
-                remaining = context.time_remaining()
-                expired = remaining is not None and remaining <= 0
-                code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
-                raise
-            except Exception as exc:  # logged here, re-raised: grpc turns it into UNKNOWN
-                failure = exc
-                raise
+                result = await body
+            except ServiceError as err:
+                await abort(context, err)
+            code = context.code() or grpc.StatusCode.OK
+            return result
+        except grpc.aio.AbortError:
+            code = context.code() or grpc.StatusCode.UNKNOWN
+            raise
+        except asyncio.CancelledError:
+            # grpc.aio cancels the handler both when the client cancels and when the deadline passes.
+            remaining = context.time_remaining()
+            expired = remaining is not None and remaining <= 0
+            code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
+            raise
+        except Exception as exc:  # logged here, re-raised: grpc turns it into UNKNOWN
+            failure = exc
+            raise
+        finally:
+            seconds = time.perf_counter() - started
+            # Written once the loop gets back to it, i.e. after grpc has handed the response or
+            # status to the transport: the caller does not wait for the line. call_soon copies
+            # the current context, so the line still sees this request's scope.
+            try:
+                asyncio.get_running_loop().call_soon(self._emit, method, code, seconds, scope.fields, failure)
             finally:
-                self._emit(method, code, time.perf_counter() - started, fields, failure)
+                close_scope(token)
 
     def _emit(
         self,
@@ -188,16 +218,23 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
         fields: dict[str, object],
         failure: BaseException | None,
     ) -> None:
+        code_name = code.name
         if self._histogram is not None:
-            extra = (str(fields.get(name, "")) for name in self._label_fields)
-            self._histogram.labels(method, code.name, *extra).observe(seconds)
-        line = {**fields, "method": method, "code": code.name, "duration_ms": round(seconds * 1000, 3)}
+            key = (method, code_name, *[str(fields.get(name, "")) for name in self._label_fields])
+            child = self._children.get(key)
+            if child is None:
+                if len(self._children) >= _MAX_CACHED_CHILDREN:  # label values from odd input: stay bounded
+                    self._children.clear()
+                child = self._children[key] = self._histogram.labels(*key)
+            child.observe(seconds)
+        line = {**fields, "method": method, "code": code_name, "duration_ms": round(seconds * 1000, 3)}
         if failure is not None:
-            self._log.error("rpc", exc_info=failure, **line)
+            line["exc_info"] = failure
+            emit_line(self._logger_name, "error", "rpc", line)
         elif code in _SERVER_FAULT_CODES:
-            self._log.error("rpc", **line)
+            emit_line(self._logger_name, "error", "rpc", line)
         else:
-            self._log.info("rpc", **line)
+            emit_line(self._logger_name, "info", "rpc", line)
 
 
 async def _call(behavior: Behavior, request: Any, context: AnyContext) -> Any:
@@ -207,12 +244,13 @@ async def _call(behavior: Behavior, request: Any, context: AnyContext) -> Any:
     return result
 
 
-async def _stream_out(produced: Any, context: AnyContext) -> None:
+async def _stream_out(behavior: Behavior, request: Any, context: AnyContext) -> None:
     """Drive a response-streaming handler inside the wrapper's own coroutine.
 
     Async generators are iterated and written here (and closed in the same task, so their cleanup
     runs with the RPC's context); reader/writer-style coroutine handlers are awaited.
     """
+    produced = behavior(request, context)
     if inspect.isasyncgen(produced):
         try:
             async for message in produced:

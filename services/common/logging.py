@@ -9,19 +9,29 @@ human-readable console output on a terminal. Records from the standard library's
 The function is idempotent and may be called again (tests do) to change the level, the format or
 the stream: the processors consult the current settings on every line, so loggers created or cached
 before the call follow the new settings too.
+
+Speed: JSON is rendered with orjson (compact separators, UTF-8 kept as is) and the timestamp is
+formatted from a per-second cache. :func:`emit_line` writes one event exactly as
+``get_logger(name).info(event, **fields)`` would -- same keys, same order, same format -- without
+structlog's processor chain; the canonical per-RPC line uses it, since it runs on every call.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+import orjson
 import structlog
 from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-__all__ = ["Logger", "configure_logging", "get_logger"]
+from services.common.context import current_scope
+
+__all__ = ["Logger", "configure_logging", "emit_line", "get_logger"]
 
 Logger = FilteringBoundLogger
 
@@ -96,6 +106,40 @@ def _add_service(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     return event_dict
 
 
+def _merge_request_scope(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    # request_id, method... of the request being served (services.common.context.request_scope).
+    scope = current_scope()
+    if scope is not None:
+        for key, value in scope.log_context.items():
+            event_dict.setdefault(key, value)
+    return event_dict
+
+
+class _UtcClock:
+    """ISO-8601 UTC timestamps like ``datetime.now(utc).isoformat()`` with ``Z``, the date part cached."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        second, nanos = divmod(time.time_ns(), 1_000_000_000)
+        if second != self._second:
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second
+        micros = nanos // 1000
+        # isoformat() leaves the fraction out when it is zero.
+        return f"{self._prefix}.{micros:06d}Z" if micros else f"{self._prefix}Z"
+
+
+_clock = _UtcClock()
+
+
+def _add_timestamp(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    event_dict["timestamp"] = _clock.now()
+    return event_dict
+
+
 _dict_tracebacks = structlog.processors.ExceptionRenderer(
     # No local variables: they may hold tokens or player data.
     structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
@@ -106,22 +150,30 @@ def _json_default(obj: object) -> str:
     return str(obj)
 
 
-# ensure_ascii=False keeps the Korean refusal texts readable in the JSON lines.
-_json_renderer = structlog.processors.JSONRenderer(ensure_ascii=False, default=_json_default)
+# Dataclasses and datetimes stay str()-ed as with the json module; UTF-8 (Korean refusal texts)
+# is written as is.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def _dumps(event_dict: EventDict) -> str:
+    try:
+        return orjson.dumps(event_dict, default=_json_default, option=_ORJSON_OPTIONS).decode()
+    except orjson.JSONEncodeError:  # integers beyond 64 bits, circular data...: the slow, lenient way
+        return json.dumps(event_dict, ensure_ascii=False, separators=(",", ":"), default=_json_default)
 
 
 def _render(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> str:
     if _settings.json:
-        rendered = _json_renderer(logger, method_name, _dict_tracebacks(logger, method_name, event_dict))
-        return str(rendered)
+        return _dumps(_dict_tracebacks(logger, method_name, event_dict))
     return _settings.console(logger, method_name, event_dict)
 
 
 # Shared by structlog's own loggers and by stdlib records (as the formatter's pre-chain).
 _PRE_CHAIN: list[Processor] = [
     structlog.contextvars.merge_contextvars,
+    _merge_request_scope,
     structlog.processors.add_log_level,
-    structlog.processors.TimeStamper(fmt="iso", utc=True),
+    _add_timestamp,
     _add_service,
     structlog.processors.StackInfoRenderer(),
 ]
@@ -181,3 +233,29 @@ def get_logger(name: str | None = None) -> Logger:
     if name is None:
         return structlog.get_logger()  # type: ignore[no-any-return]
     return structlog.get_logger(name)  # type: ignore[no-any-return]
+
+
+def emit_line(logger_name: str, level: str, event: str, fields: dict[str, object]) -> None:
+    """Write ``get_logger(logger_name).<level>(event, **fields)``, skipping the processor chain.
+
+    Same filtering, keys, key order and format as the structlog path (the fields first, then
+    ``event``, ``logger``, the bound context, ``level``, ``timestamp``, ``service``), at a
+    fraction of its cost. ``level`` is a level name (``info``, ``error``...). Fields that need a
+    processor (``exc_info``, ``stack_info``) and console output take the structlog path.
+    """
+    if _LEVELS[level] < _settings.level:
+        return
+    if not _settings.json or "exc_info" in fields or "stack_info" in fields:
+        getattr(get_logger(logger_name), level)(event, **fields)
+        return
+    event_dict: EventDict = dict(fields)
+    event_dict["event"] = event
+    event_dict.setdefault("logger", logger_name)
+    structlog.contextvars.merge_contextvars(None, level, event_dict)
+    _merge_request_scope(None, level, event_dict)
+    event_dict["level"] = level
+    event_dict["timestamp"] = _clock.now()
+    event_dict.setdefault("service", _settings.service)
+    stream = _settings.stream or sys.stderr
+    stream.write(_dumps(event_dict) + "\n")
+    stream.flush()

@@ -1,0 +1,343 @@
+"""What the shared gRPC plumbing (``services.common``) costs per RPC, in CPU time.
+
+Issue 3's speed goal leaves 15 % of an echo round trip for everything the engine adds, and the
+canonical-log interceptor is paid by every RPC of every service. Wall-clock latency on this shared
+2-core box moves by ±20 % between runs, so this module counts *CPU time* (``process_time`` for
+whole round trips, ``thread_time`` for the pieces) over many calls, which the neighbours' load
+disturbs much less.
+
+1. Round trips, in one process and one event loop: a grpc.aio client calling a bytes echo on a
+   bare server (:func:`services.common.grpcserver.create_server`, no interceptor) and the same echo
+   on a server with :class:`~services.common.interceptors.CanonicalLogInterceptor` (latency
+   histogram labelled by ``mode``, one JSON line per call written to ``/dev/null``). The echo binds
+   ``mode`` and ``seq`` like the engine's handlers. Alternating blocks; per block the CPU time of
+   the whole process (client, servers, grpc's threads) divided by the calls; medians of the blocks.
+   The difference between the two is the interceptor's full cost, grpc's interceptor pipeline
+   included.
+2. The pieces, each timed alone on this thread (best of several passes of many calls): the
+   interceptor's handler lookup, the wrapped handler with the line dropped by level and with no
+   histogram, with the histogram, with the line, and the building blocks (request id,
+   :func:`~services.common.context.request_scope`, :func:`~services.common.context.bind_rpc_fields`,
+   a structlog line, histogram observation, lenient request parsing). The wrapped handler runs on
+   a minimal stand-in for the servicer context (the three methods it reads), driven without an
+   event loop, so only the plumbing's own Python is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import grpc
+import grpc.aio
+from ninetynine.engine.v1 import engine_service_pb2 as pb
+from prometheus_client import CollectorRegistry, Histogram
+
+from bench.framework import CaseResult, Report
+from bench.rules_apply import apply_request_bytes, mid_game_positions
+from services.common.context import bind_rpc_fields, new_request_id, request_scope
+from services.common.grpcserver import create_server
+from services.common.interceptors import CanonicalLogInterceptor
+from services.common.lenient import lenient
+from services.common.logging import configure_logging, get_logger
+from services.common.metrics import histogram
+from services.engine.rules import Options
+
+ECHO_SERVICE = "bench.v1.Echo"
+ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
+BLOCK = 200  # round trips per block
+BLOCKS = 30  # per server
+PIECE_CALLS = 4000  # calls per pass of a piece
+PIECE_PASSES = 7
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+async def _echo_binding_fields(request: bytes, context: Context) -> bytes:
+    bind_rpc_fields(mode="kr-product", seq=42)
+    return request
+
+
+def _echo_handler() -> grpc.GenericRpcHandler[Any, Any]:
+    method = grpc.unary_unary_rpc_method_handler(_echo_binding_fields)
+    return grpc.method_handlers_generic_handler(ECHO_SERVICE, {"Echo": method})
+
+
+def _rpc_histogram(registry: CollectorRegistry) -> Histogram:
+    return histogram(
+        "ninetynine_bench_rpc_duration_seconds", "bench", ("method", "code", "mode"), registry=registry
+    )
+
+
+def _record(
+    report: Report, suite: str, name: str, us: float, base: CaseResult | None, samples: int
+) -> CaseResult:
+    result = CaseResult(
+        suite=suite,
+        name=name,
+        samples=samples,
+        median_us=us,
+        p99_us=us,
+        mean_us=us,
+        baseline=None if base is None else base.name,
+        ratio=None if base is None else us / base.median_us,
+    )
+    report.results.append(result)
+    extra = "" if base is None else f"  (+{us - base.median_us:.1f})"
+    report.note(f"{name:<58} {us:>9.2f}{extra}")
+    return result
+
+
+# -- 1. round trips ----------------------------------------------------------------------------
+
+
+async def _round_trips(report: Report, requests: Sequence[bytes]) -> None:
+    registry = CollectorRegistry()
+    interceptor = CanonicalLogInterceptor("bench", _rpc_histogram(registry), label_fields=("mode",))
+    bare, bare_port, _ = create_server("127.0.0.1:0", service_names=[ECHO_SERVICE])
+    logged, logged_port, _ = create_server(
+        "127.0.0.1:0", service_names=[ECHO_SERVICE], interceptors=[interceptor]
+    )
+    for server in (bare, logged):
+        server.add_generic_rpc_handlers((_echo_handler(),))
+        await server.start()
+    channels = {
+        "echo, bare server": grpc.aio.insecure_channel(f"127.0.0.1:{bare_port}"),
+        "echo, CanonicalLogInterceptor": grpc.aio.insecure_channel(f"127.0.0.1:{logged_port}"),
+    }
+    try:
+        calls = {name: ch.unary_unary(ECHO_METHOD, None, None) for name, ch in channels.items()}
+        n = len(requests)
+        cpu: dict[str, list[float]] = {name: [] for name in calls}
+        wall: dict[str, list[float]] = {name: [] for name in calls}
+        blocks = max(4, int(BLOCKS * report.scale))
+        for block in range(-2, blocks):  # two warm-up blocks
+            order = list(calls) if block % 2 == 0 else list(reversed(calls))
+            for name in order:
+                call = calls[name]
+                cpu_start, wall_start = time.process_time_ns(), time.perf_counter_ns()
+                for i in range(BLOCK):
+                    await call(requests[i % n], timeout=10)
+                if block >= 0:
+                    cpu[name].append((time.process_time_ns() - cpu_start) / BLOCK / 1000)
+                    wall[name].append((time.perf_counter_ns() - wall_start) / BLOCK / 1000)
+    finally:
+        for ch in channels.values():
+            await ch.close(None)
+        await bare.stop(None)
+        await logged.stop(None)
+    suite = "rpc_overhead round trip"
+    report.note(f"{'round trip, median of blocks (µs per call)':<58} {'CPU':>9}    wall")
+    base: CaseResult | None = None
+    for name in calls:
+        cpu_us, wall_us = statistics.median(cpu[name]), statistics.median(wall[name])
+        result = _record(report, suite, f"{name} (CPU)", cpu_us, base, len(cpu[name]) * BLOCK)
+        report.note(f"{'':<58} {'':>9}    {wall_us:.1f}")
+        base = base or result
+
+
+# -- 2. pieces ---------------------------------------------------------------------------------
+
+
+class _StandInContext:
+    """The part of a grpc.aio servicer context the interceptor's wrapper reads."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+    def code(self) -> grpc.StatusCode | None:
+        return None
+
+    def time_remaining(self) -> float | None:
+        return None
+
+
+class _CallDetails(grpc.HandlerCallDetails):
+    def __init__(self, method: str, metadata: tuple[tuple[str, str], ...]) -> None:
+        self.method = method
+        self.invocation_metadata = metadata
+
+
+def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends (no event loop needed) and return its result."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the coroutine suspended")
+
+
+def cpu_us_per_call(
+    call: Callable[[], object], calls: int = PIECE_CALLS, passes: int = PIECE_PASSES
+) -> float:
+    """Thread CPU time per call, best of ``passes`` passes of ``calls`` calls."""
+    clock = time.thread_time_ns
+    best = float("inf")
+    for _ in range(passes):
+        start = clock()
+        for _ in range(calls):
+            call()
+        best = min(best, (clock() - start) / calls)
+    return best / 1000
+
+
+def _wrapped_echo(interceptor: CanonicalLogInterceptor, metadata: tuple[tuple[str, str], ...]) -> Any:
+    handler = grpc.unary_unary_rpc_method_handler(_echo_binding_fields)
+
+    async def continuation(_: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any]:
+        return handler
+
+    details = _CallDetails(ECHO_METHOD, metadata)
+    return _drive(interceptor.intercept_service(continuation, details)), continuation, details
+
+
+def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
+    calls = max(200, int(PIECE_CALLS * report.scale))
+    suite = "rpc_overhead pieces"
+    metadata = (("user-agent", "grpc-python/1.0"), ("x-request-id", "bench-0123456789abcdef"))
+    context: Any = _StandInContext(metadata)
+    payload = b"x" * 64
+
+    def time_it(call: Callable[[], object]) -> float:
+        return cpu_us_per_call(call, calls)
+
+    report.note(f"{'piece (thread CPU µs per call, best of passes)':<58} {'µs':>9}")
+    direct = _record(
+        report,
+        suite,
+        "echo handler called directly",
+        time_it(lambda: _drive(_echo_binding_fields(payload, context))),
+        None,
+        calls,
+    )
+
+    registry = CollectorRegistry()
+    with_histogram = CanonicalLogInterceptor("bench", _rpc_histogram(registry), label_fields=("mode",))
+    without_histogram = CanonicalLogInterceptor("bench")
+
+    configure_logging("bench", level="warning", json_logs=True, stream=devnull)
+    wrapped_bare, _, _ = _wrapped_echo(without_histogram, metadata)
+    _record(
+        report,
+        suite,
+        "wrapped: scope + layers (line dropped, no histogram)",
+        time_it(lambda: _drive(wrapped_bare.unary_unary(payload, context))),
+        direct,
+        calls,
+    )
+    wrapped_hist, continuation, details = _wrapped_echo(with_histogram, metadata)
+    _record(
+        report,
+        suite,
+        "wrapped: + histogram (line dropped)",
+        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
+        direct,
+        calls,
+    )
+    configure_logging("bench", level="info", json_logs=True, stream=devnull)
+    _record(
+        report,
+        suite,
+        "wrapped: + histogram + JSON line to /dev/null (full)",
+        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
+        direct,
+        calls,
+    )
+    no_id = _StandInContext((("user-agent", "grpc-python/1.0"),))
+    _record(
+        report,
+        suite,
+        "wrapped, full, no x-request-id (one generated)",
+        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, no_id))),
+        direct,
+        calls,
+    )
+    _record(
+        report,
+        suite,
+        "intercept_service (per-call handler lookup)",
+        time_it(lambda: _drive(with_histogram.intercept_service(continuation, details))),
+        None,
+        calls,
+    )
+
+    # Building blocks.
+    _record(report, suite, "new_request_id()", time_it(new_request_id), None, calls)
+
+    def scope() -> None:
+        with request_scope("bench-0123456789abcdef", accept_language=None, method=ECHO_METHOD):
+            pass
+
+    _record(report, suite, "request_scope enter + exit", time_it(scope), None, calls)
+
+    def scope_and_bind() -> None:
+        with request_scope("bench-0123456789abcdef", accept_language=None, method=ECHO_METHOD):
+            bind_rpc_fields(mode="kr-product", seq=42)
+
+    _record(report, suite, "request_scope + bind_rpc_fields(mode, seq)", time_it(scope_and_bind), None, calls)
+    log = get_logger("bench.rpc")
+
+    def structlog_line() -> None:
+        with request_scope("bench-0123456789abcdef", accept_language=None, method=ECHO_METHOD):
+            log.info("rpc", mode="kr-product", seq=42, method=ECHO_METHOD, code="OK", duration_ms=0.123)
+
+    _record(
+        report,
+        suite,
+        "request_scope + structlog JSON line to /dev/null",
+        time_it(structlog_line),
+        None,
+        calls,
+    )
+    hist = _rpc_histogram(CollectorRegistry())
+    _record(
+        report,
+        suite,
+        "Histogram.labels(...).observe()",
+        time_it(lambda: hist.labels(ECHO_METHOD, "OK", "kr-product").observe(0.0002)),
+        None,
+        calls,
+    )
+    child = hist.labels(ECHO_METHOD, "OK", "kr-product")
+    _record(report, suite, "cached child .observe()", time_it(lambda: child.observe(0.0002)), None, calls)
+    _record(
+        report,
+        suite,
+        "ApplyRequest.FromString (~1 kB)",
+        time_it(lambda: pb.ApplyRequest.FromString(request_bytes)),
+        None,
+        calls,
+    )
+    parse = lenient(pb.ApplyRequest)
+    _record(
+        report,
+        suite,
+        "lenient(ApplyRequest) parse (~1 kB)",
+        time_it(lambda: parse(request_bytes)),
+        None,
+        calls,
+    )
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def run(report: Report) -> None:
+    positions = mid_game_positions(Options(), 4, games=4, seed=1000)
+    requests = [apply_request_bytes(p) for p in positions]
+    report.begin_suite("rpc_overhead", "per-RPC cost of services.common's gRPC plumbing (CPU µs)")
+    with open(os.devnull, "w", encoding="utf-8") as devnull:
+        try:
+            configure_logging("bench", level="info", json_logs=True, stream=devnull)
+            asyncio.run(_round_trips(report, requests))
+            _pieces(report, requests[0], devnull)
+        finally:
+            configure_logging("bench", level="warning")
