@@ -250,7 +250,9 @@ async def start_gateway(
     registry: CollectorRegistry | None = REGISTRY,
 ) -> RunningGateway:
     """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones)."""
-    channel = create_channel(session_target)
+    # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
+    # load: any replica can serve any room on the Redis store.
+    channel = create_channel(session_target, options=[("grpc.lb_policy_name", "round_robin")])
     gateway = Gateway(
         spb_grpc.SessionServiceStub(channel), limits or Limits(), GatewayMetrics.create(registry)
     )
