@@ -7,13 +7,15 @@ whole round trips, ``thread_time`` for the pieces) over many calls, which the ne
 disturbs much less.
 
 1. Round trips, in one process and one event loop: a grpc.aio client calling a bytes echo on a
-   bare server (:func:`services.common.grpcserver.create_server`, no interceptor) and the same echo
-   on a server with :class:`~services.common.interceptors.CanonicalLogInterceptor` (latency
-   histogram labelled by ``mode``, one JSON line per call written to ``/dev/null``). The echo binds
-   ``mode`` and ``seq`` like the engine's handlers. Alternating blocks; per block the CPU time of
-   the whole process (client, servers, grpc's threads) divided by the calls; medians of the blocks.
-   The difference between the two is the interceptor's full cost, grpc's interceptor pipeline
-   included.
+   bare server (:func:`services.common.grpcserver.create_server`, no interceptor), on a server
+   with a pass-through interceptor (grpc's own interceptor pipeline) and on a server with
+   :class:`~services.common.interceptors.CanonicalLogInterceptor` (latency histogram labelled by
+   ``mode``, one JSON line per call written to ``/dev/null``). The echo binds ``mode`` and ``seq``
+   like the engine's handlers. Small blocks, alternating; per block the CPU time of the whole
+   process (client, servers, grpc's threads) divided by the calls. The column "+CPU" is the median
+   of the per-round differences to the bare server's block of the same round, so slow drifts in
+   the machine's load cancel. In a real round trip the plumbing costs several times what the same
+   Python costs in a hot loop (cold caches, the GIL handed to and from grpc's poller thread).
 2. The pieces, each timed alone on this thread (best of several passes of many calls): the
    interceptor's handler lookup, the wrapped handler with the line dropped by level and with no
    histogram, with the histogram, with the line, and the building blocks (request id,
@@ -49,8 +51,8 @@ from services.engine.rules import Options
 
 ECHO_SERVICE = "bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
-BLOCK = 200  # round trips per block
-BLOCKS = 30  # per server
+BLOCK = 20  # round trips per block
+ROUNDS = 300  # blocks per server, alternating
 PIECE_CALLS = 4000  # calls per pass of a piece
 PIECE_PASSES = 7
 
@@ -95,49 +97,64 @@ def _record(
 # -- 1. round trips ----------------------------------------------------------------------------
 
 
+class _PassThrough(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Any],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        return await continuation(handler_call_details)
+
+
 async def _round_trips(report: Report, requests: Sequence[bytes]) -> None:
     registry = CollectorRegistry()
-    interceptor = CanonicalLogInterceptor("bench", _rpc_histogram(registry), label_fields=("mode",))
-    bare, bare_port, _ = create_server("127.0.0.1:0", service_names=[ECHO_SERVICE])
-    logged, logged_port, _ = create_server(
-        "127.0.0.1:0", service_names=[ECHO_SERVICE], interceptors=[interceptor]
-    )
-    for server in (bare, logged):
-        server.add_generic_rpc_handlers((_echo_handler(),))
-        await server.start()
-    channels = {
-        "echo, bare server": grpc.aio.insecure_channel(f"127.0.0.1:{bare_port}"),
-        "echo, CanonicalLogInterceptor": grpc.aio.insecure_channel(f"127.0.0.1:{logged_port}"),
+    canonical = CanonicalLogInterceptor("bench", _rpc_histogram(registry), label_fields=("mode",))
+    variants: dict[str, list[Any]] = {
+        "echo, bare server": [],
+        "echo, pass-through interceptor": [_PassThrough()],
+        "echo, CanonicalLogInterceptor": [canonical],
     }
+    servers: list[grpc.aio.Server] = []
+    channels: dict[str, grpc.aio.Channel] = {}
     try:
+        for name, interceptors in variants.items():
+            server, port, _ = create_server(
+                "127.0.0.1:0", service_names=[ECHO_SERVICE], interceptors=interceptors
+            )
+            server.add_generic_rpc_handlers((_echo_handler(),))
+            await server.start()
+            servers.append(server)
+            channels[name] = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         calls = {name: ch.unary_unary(ECHO_METHOD, None, None) for name, ch in channels.items()}
         n = len(requests)
         cpu: dict[str, list[float]] = {name: [] for name in calls}
         wall: dict[str, list[float]] = {name: [] for name in calls}
-        blocks = max(4, int(BLOCKS * report.scale))
-        for block in range(-2, blocks):  # two warm-up blocks
-            order = list(calls) if block % 2 == 0 else list(reversed(calls))
+        rounds = max(20, int(ROUNDS * report.scale))
+        for round_no in range(-5, rounds):  # five warm-up rounds
+            order = list(calls) if round_no % 2 == 0 else list(reversed(calls))
             for name in order:
                 call = calls[name]
                 cpu_start, wall_start = time.process_time_ns(), time.perf_counter_ns()
                 for i in range(BLOCK):
                     await call(requests[i % n], timeout=10)
-                if block >= 0:
+                if round_no >= 0:
                     cpu[name].append((time.process_time_ns() - cpu_start) / BLOCK / 1000)
                     wall[name].append((time.perf_counter_ns() - wall_start) / BLOCK / 1000)
     finally:
         for ch in channels.values():
             await ch.close(None)
-        await bare.stop(None)
-        await logged.stop(None)
+        for server in servers:
+            await server.stop(None)
     suite = "rpc_overhead round trip"
-    report.note(f"{'round trip, median of blocks (µs per call)':<58} {'CPU':>9}    wall")
-    base: CaseResult | None = None
+    report.note(f"{'round trip (µs per call; medians of blocks)':<46} {'CPU':>9} {'+CPU':>7} {'wall':>9}")
+    bare = cpu["echo, bare server"]
     for name in calls:
         cpu_us, wall_us = statistics.median(cpu[name]), statistics.median(wall[name])
-        result = _record(report, suite, f"{name} (CPU)", cpu_us, base, len(cpu[name]) * BLOCK)
-        report.note(f"{'':<58} {'':>9}    {wall_us:.1f}")
-        base = base or result
+        extra = statistics.median(a - b for a, b in zip(cpu[name], bare, strict=True))
+        report.results.append(
+            CaseResult(suite, name, len(cpu[name]) * BLOCK, cpu_us, cpu_us, cpu_us, None, None)
+        )
+        report.note(f"{name:<46} {cpu_us:>9.1f} {extra:>7.1f} {wall_us:>9.1f}")
 
 
 # -- 2. pieces ---------------------------------------------------------------------------------
@@ -175,16 +192,21 @@ def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("the coroutine suspended")
 
 
-def cpu_us_per_call(
+async def cpu_us_per_call(
     call: Callable[[], object], calls: int = PIECE_CALLS, passes: int = PIECE_PASSES
 ) -> float:
-    """Thread CPU time per call, best of ``passes`` passes of ``calls`` calls."""
+    """Thread CPU time per call, best of ``passes`` passes of ``calls`` calls.
+
+    Each pass ends by letting the event loop run what the calls scheduled (the interceptor
+    writes its line from a loop callback), inside the timing.
+    """
     clock = time.thread_time_ns
     best = float("inf")
     for _ in range(passes):
         start = clock()
         for _ in range(calls):
             call()
+        await asyncio.sleep(0)
         best = min(best, (clock() - start) / calls)
     return best / 1000
 
@@ -199,22 +221,22 @@ def _wrapped_echo(interceptor: CanonicalLogInterceptor, metadata: tuple[tuple[st
     return _drive(interceptor.intercept_service(continuation, details)), continuation, details
 
 
-def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
+async def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
     calls = max(200, int(PIECE_CALLS * report.scale))
     suite = "rpc_overhead pieces"
     metadata = (("user-agent", "grpc-python/1.0"), ("x-request-id", "bench-0123456789abcdef"))
     context: Any = _StandInContext(metadata)
     payload = b"x" * 64
 
-    def time_it(call: Callable[[], object]) -> float:
-        return cpu_us_per_call(call, calls)
+    async def time_it(call: Callable[[], object]) -> float:
+        return await cpu_us_per_call(call, calls)
 
     report.note(f"{'piece (thread CPU µs per call, best of passes)':<58} {'µs':>9}")
     direct = _record(
         report,
         suite,
         "echo handler called directly",
-        time_it(lambda: _drive(_echo_binding_fields(payload, context))),
+        await time_it(lambda: _drive(_echo_binding_fields(payload, context))),
         None,
         calls,
     )
@@ -229,7 +251,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "wrapped: scope + layers (line dropped, no histogram)",
-        time_it(lambda: _drive(wrapped_bare.unary_unary(payload, context))),
+        await time_it(lambda: _drive(wrapped_bare.unary_unary(payload, context))),
         direct,
         calls,
     )
@@ -238,7 +260,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "wrapped: + histogram (line dropped)",
-        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
+        await time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
         direct,
         calls,
     )
@@ -247,7 +269,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "wrapped: + histogram + JSON line to /dev/null (full)",
-        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
+        await time_it(lambda: _drive(wrapped_hist.unary_unary(payload, context))),
         direct,
         calls,
     )
@@ -256,7 +278,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "wrapped, full, no x-request-id (one generated)",
-        time_it(lambda: _drive(wrapped_hist.unary_unary(payload, no_id))),
+        await time_it(lambda: _drive(wrapped_hist.unary_unary(payload, no_id))),
         direct,
         calls,
     )
@@ -264,25 +286,32 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "intercept_service (per-call handler lookup)",
-        time_it(lambda: _drive(with_histogram.intercept_service(continuation, details))),
+        await time_it(lambda: _drive(with_histogram.intercept_service(continuation, details))),
         None,
         calls,
     )
 
     # Building blocks.
-    _record(report, suite, "new_request_id()", time_it(new_request_id), None, calls)
+    _record(report, suite, "new_request_id()", await time_it(new_request_id), None, calls)
 
     def scope() -> None:
         with request_scope("bench-0123456789abcdef", accept_language=None, method=ECHO_METHOD):
             pass
 
-    _record(report, suite, "request_scope enter + exit", time_it(scope), None, calls)
+    _record(report, suite, "request_scope enter + exit", await time_it(scope), None, calls)
 
     def scope_and_bind() -> None:
         with request_scope("bench-0123456789abcdef", accept_language=None, method=ECHO_METHOD):
             bind_rpc_fields(mode="kr-product", seq=42)
 
-    _record(report, suite, "request_scope + bind_rpc_fields(mode, seq)", time_it(scope_and_bind), None, calls)
+    _record(
+        report,
+        suite,
+        "request_scope + bind_rpc_fields(mode, seq)",
+        await time_it(scope_and_bind),
+        None,
+        calls,
+    )
     log = get_logger("bench.rpc")
 
     def structlog_line() -> None:
@@ -293,7 +322,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "request_scope + structlog JSON line to /dev/null",
-        time_it(structlog_line),
+        await time_it(structlog_line),
         None,
         calls,
     )
@@ -302,17 +331,19 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "Histogram.labels(...).observe()",
-        time_it(lambda: hist.labels(ECHO_METHOD, "OK", "kr-product").observe(0.0002)),
+        await time_it(lambda: hist.labels(ECHO_METHOD, "OK", "kr-product").observe(0.0002)),
         None,
         calls,
     )
     child = hist.labels(ECHO_METHOD, "OK", "kr-product")
-    _record(report, suite, "cached child .observe()", time_it(lambda: child.observe(0.0002)), None, calls)
+    _record(
+        report, suite, "cached child .observe()", await time_it(lambda: child.observe(0.0002)), None, calls
+    )
     _record(
         report,
         suite,
         "ApplyRequest.FromString (~1 kB)",
-        time_it(lambda: pb.ApplyRequest.FromString(request_bytes)),
+        await time_it(lambda: pb.ApplyRequest.FromString(request_bytes)),
         None,
         calls,
     )
@@ -321,7 +352,7 @@ def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
         report,
         suite,
         "lenient(ApplyRequest) parse (~1 kB)",
-        time_it(lambda: parse(request_bytes)),
+        await time_it(lambda: parse(request_bytes)),
         None,
         calls,
     )
@@ -338,6 +369,6 @@ def run(report: Report) -> None:
         try:
             configure_logging("bench", level="info", json_logs=True, stream=devnull)
             asyncio.run(_round_trips(report, requests))
-            _pieces(report, requests[0], devnull)
+            asyncio.run(_pieces(report, requests[0], devnull))
         finally:
             configure_logging("bench", level="warning")

@@ -9,7 +9,8 @@ import logging
 import pytest
 import structlog
 
-from services.common.logging import configure_logging, get_logger
+from services.common.context import request_scope
+from services.common.logging import configure_logging, emit_line, get_logger
 from tests.common.conftest import LogCapture
 
 
@@ -88,3 +89,20 @@ def test_exceptions_render_without_local_variables() -> None:
 def test_unknown_level_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown log level 'loud'"):
         configure_logging("engine", level="loud")
+
+
+def test_emit_line_writes_what_the_structlog_path_writes() -> None:
+    """The canonical line's fast path: same keys in the same order, same values, same JSON layout."""
+    capture = LogCapture()
+    configure_logging("engine", json_logs=True, stream=capture)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"mode": "kr-product", "seq": 7, "reason": "카드가 없어요", "big": 2**70}
+    with request_scope("req-9", method="/x.v1.S/M"):
+        structlog.contextvars.bind_contextvars(room_id="r1")
+        get_logger("engine.rpc").info("rpc", **fields, code="OK")
+        emit_line("engine.rpc", "info", "rpc", {**fields, "code": "OK"})
+        emit_line("engine.rpc", "debug", "rpc", {"dropped": True})  # below the level: nothing
+    slow, fast = capture.lines
+    assert slow.pop("timestamp")[:10] == fast.pop("timestamp")[:10]
+    assert list(fast.items()) == list(slow.items())
+    assert fast["request_id"] == "req-9" and fast["method"] == "/x.v1.S/M" and fast["room_id"] == "r1"
+    assert fast["big"] == 2**70  # beyond orjson's 64 bits: still a number
