@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import random
@@ -39,6 +40,9 @@ from bench.load.stack import (
 from bench.servers import ServerProcess
 
 LATENESS = "ninetynine_session_deadline_lateness_seconds"
+MOVE_DURATION = "ninetynine_session_move_duration_seconds"
+# Session-side move stages scraped each second: received -> durable, received -> fanned out.
+STAGES = ("durable", "fanout")
 MB = 1024 * 1024
 
 
@@ -79,6 +83,14 @@ class Second:
     rooms_playing: int
     cpu: dict[str, float]
     rss_mb: dict[str, float]
+    wall: float = 0.0  # Unix time of the end of this second, to line it up with the services' logs
+    # p99 bucket bound of the session's own move stages (ms), so a slow second can be placed:
+    # session/store (durable), session fan-out, or after the session (gateway, this generator).
+    session_p99_ms: dict[str, float | None] = field(default_factory=dict)
+    # The generator's own stalls this second: longest event-loop lag and GC pause total (ms);
+    # client-seen latency includes them, so a spike with a large value here is the generator's.
+    loadgen_lag_ms: float = 0.0
+    loadgen_gc_ms: float = 0.0
 
 
 @dataclass
@@ -221,6 +233,46 @@ async def _chaos(tables: list[Table], cfg: LoadConfig, stop: asyncio.Event, rng:
         task.cancel()
 
 
+class StallWatch:
+    """This process's own stalls: the longest event-loop lag and the GC pause time per interval."""
+
+    TICK_S = 0.01
+
+    def __init__(self) -> None:
+        self.max_lag_s = 0.0
+        self.gc_s = 0.0
+        self._gc_started = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self._gc_started:
+            self.gc_s += time.perf_counter() - self._gc_started
+
+    async def _tick(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(self.TICK_S)
+            self.max_lag_s = max(self.max_lag_s, time.perf_counter() - before - self.TICK_S)
+
+    def start(self) -> None:
+        gc.callbacks.append(self._on_gc)
+        self._task = asyncio.create_task(self._tick())
+
+    def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_gc)
+        if self._task is not None:
+            self._task.cancel()
+
+    def take(self) -> tuple[float, float]:
+        """(max loop lag ms, GC ms) since the last call."""
+        taken = (round(self.max_lag_s * 1000, 1), round(self.gc_s * 1000, 1))
+        self.max_lag_s = self.gc_s = 0.0
+        return taken
+
+
 class Reporter:
     def __init__(
         self, cfg: LoadConfig, stack: Stack, tally: Tally, http: aiohttp.ClientSession, out: TextIO
@@ -233,22 +285,29 @@ class Reporter:
         pids = {**stack.pids(), "loadgen": os.getpid()}
         self.sampler = ProcSampler(pids)
         self.lateness: list[tuple[float, float]] = []
+        self.stages: dict[str, list[tuple[float, float]]] = {stage: [] for stage in STAGES}
         self.stuck_ever: set[str] = set()
+        self.stalls = StallWatch()
 
-    async def scrape_lateness(self) -> list[tuple[float, float]]:
+    async def scrape(self) -> None:
+        """Read the session's histograms (lateness, move stages); keep the old ones if it fails."""
         try:
             async with self.http.get(
                 self.stack.session_metrics_url, timeout=aiohttp.ClientTimeout(total=5)
             ) as resp:
-                return histogram_buckets(await resp.text(), LATENESS)
+                text = await resp.text()
         except (aiohttp.ClientError, TimeoutError):
-            return self.lateness
+            return
+        self.lateness = histogram_buckets(text, LATENESS)
+        for stage in STAGES:
+            self.stages[stage] = histogram_buckets(text, MOVE_DURATION, f'stage="{stage}"')
 
     def header(self) -> None:
         if not self.cfg.quiet:
             print(
                 f"{'t':>4} {'moves':>6} {'p50ms':>7} {'p99ms':>7} {'p999ms':>7} {'late99':>7} {'err':>4} "
-                f"{'stuck':>5} {'rooms':>5}  cpu% engine/session/gateway/loadgen   rss MB",
+                f"{'stuck':>5} {'rooms':>5} {'dur99':>6} {'fan99':>6} {'lag':>5} {'gc':>4}  "
+                "cpu% engine/session/gateway/loadgen   rss MB",
                 file=self.out,
                 flush=True,
             )
@@ -256,9 +315,14 @@ class Reporter:
     async def second(self, t: float) -> tuple[Second, list[float], Counter[str]]:
         latencies, moves, errors = self.tally.take_interval()
         latencies.sort()
-        buckets = await self.scrape_lateness()
-        late99 = bucket_quantile(self.lateness, buckets, 0.99)
-        self.lateness = buckets
+        lateness_before, stages_before = self.lateness, dict(self.stages)
+        await self.scrape()
+        late99 = bucket_quantile(lateness_before, self.lateness, 0.99)
+        session_p99: dict[str, float | None] = {}
+        for stage in STAGES:
+            bound = bucket_quantile(stages_before[stage], self.stages[stage], 0.99)
+            session_p99[stage] = None if bound is None else round(bound * 1000, 1)
+        lag_ms, gc_ms = self.stalls.take()
         now = time.monotonic()
         stuck = 0
         for room_id, table in list(self.tally.rooms.items()):
@@ -278,6 +342,10 @@ class Reporter:
             rooms_playing=sum(1 for tb in self.tally.rooms.values() if tb.playing),
             cpu={name: round(cpu, 1) for name, (cpu, _) in procs.items()},
             rss_mb={name: round(rss / MB, 1) for name, (_, rss) in procs.items()},
+            wall=round(time.time(), 3),
+            session_p99_ms=session_p99,
+            loadgen_lag_ms=lag_ms,
+            loadgen_gc_ms=gc_ms,
         )
         if not self.cfg.quiet:
             cpu = "/".join(f"{row.cpu.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
@@ -288,7 +356,8 @@ class Reporter:
 
             print(
                 f"{row.t:>4.0f} {row.moves:>6} {f(row.p50_ms):>7} {f(row.p99_ms):>7} {f(row.p999_ms):>7} "
-                f"{f(row.lateness_p99_ms):>7} {row.errors:>4} {row.stuck:>5} {row.rooms_playing:>5}  "
+                f"{f(row.lateness_p99_ms):>7} {row.errors:>4} {row.stuck:>5} {row.rooms_playing:>5} "
+                f"{f(session_p99['durable']):>6} {f(session_p99['fanout']):>6} {lag_ms:>5.0f} {gc_ms:>4.0f}  "
                 f"{cpu:<34} {rss}",
                 file=self.out,
                 flush=True,
@@ -326,8 +395,9 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
         games = await _paced(tables, cfg.ramp / 2, lambda t: t.play_games(stop))
         tally.take_interval()
         reporter.sampler.sample()
-        reporter.lateness = await reporter.scrape_lateness()
+        await reporter.scrape()
         lateness_start = reporter.lateness
+        reporter.stalls.start()
         echo_task = asyncio.create_task(_echo_during(echo_port, cfg.duration))
         reporter.header()
         began = time.monotonic()
@@ -345,6 +415,7 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
             summary.stuck_max = max(summary.stuck_max, row.stuck)
             cpu_sums.update(row.cpu)
         elapsed = time.monotonic() - began
+        reporter.stalls.stop()
         lateness_end = reporter.lateness
         last = summary.seconds[-1] if summary.seconds else None
         summary.rss_mb_end = dict(last.rss_mb) if last else {}

@@ -220,12 +220,15 @@ class ProcSampler:
         return out
 
 
-def histogram_buckets(text: str, name: str) -> list[tuple[float, float]]:
-    """``[(upper_bound, cumulative_count), ...]`` of histogram ``name`` (labels summed)."""
+def histogram_buckets(text: str, name: str, having: str = "") -> list[tuple[float, float]]:
+    """``[(upper_bound, cumulative_count), ...]`` of histogram ``name`` (labels summed).
+
+    ``having`` (e.g. ``'stage="durable"'``) keeps only the series whose labels contain it.
+    """
     totals: dict[float, float] = {}
     prefix = f"{name}_bucket{{"
     for line in text.splitlines():
-        if not line.startswith(prefix):
+        if not line.startswith(prefix) or having not in line:
             continue
         labels, _, value = line.rpartition(" ")
         le = labels.split('le="', 1)[1].split('"', 1)[0]

@@ -20,6 +20,14 @@ caller is answered only after the shared COMMIT returned (durable).  ``commit_tr
 ``commits_applied`` count them (commits per fsync).  ``?synchronous=normal`` trades that for speed
 (a process crash still loses nothing; a power loss may drop the last commits).
 
+Checkpoints: SQLite's automatic WAL checkpoint would run inside the COMMIT that crosses 1000 WAL pages,
+on the worker thread, copying pages to the main file and (``synchronous=FULL``) fsyncing it while every
+queued commit waits.  The writer connection therefore has ``wal_autocheckpoint=0`` and a checkpointer
+thread with its own connection runs ``PRAGMA wal_checkpoint(PASSIVE)`` (never waits for the writer, never
+blocks it) after commits, at most once per ``checkpoint_interval_s``.  Durability does not depend on it:
+a commit is durable once its WAL frames are synced; the checkpoint only keeps the WAL short.
+``checkpoints`` and ``checkpoint_seconds_max`` count them.
+
 All SQLite calls run on one dedicated worker thread per store, so the event loop never blocks on disk.
 Live ``tail`` notifications are in-process: a commit wakes the tails of the same store object, so one
 process should own the file (several store objects on one file stay consistent, they just do not see
@@ -36,6 +44,7 @@ import functools
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -163,11 +172,20 @@ def _migrate(conn: sqlite3.Connection) -> None:
 class SqliteRoomStore:
     """A ``RoomStore`` backed by one SQLite database file (see the module docstring for the layout)."""
 
-    def __init__(self, path: str, *, synchronous: str = "full", busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "full",
+        busy_timeout_ms: int = 5000,
+        checkpoint_interval_s: float = 1.0,
+    ) -> None:
         if synchronous.lower() not in _SYNCHRONOUS_MODES:
             raise InvalidStoreInput(f"synchronous must be one of {sorted(_SYNCHRONOUS_MODES)}")
         if busy_timeout_ms < 0:
             raise InvalidStoreInput("busy_timeout_ms must be >= 0")
+        if not checkpoint_interval_s >= 0:
+            raise InvalidStoreInput("checkpoint_interval_s must be >= 0")
         self.path = path
         directory = os.path.dirname(os.path.abspath(path))
         try:
@@ -186,6 +204,9 @@ class SqliteRoomStore:
         # Counted on the worker thread, read by tests and benchmarks: commits per fsync.
         self.commit_transactions = 0
         self.commits_applied = 0
+        # Counted on the checkpointer thread: PASSIVE checkpoints run and the longest one.
+        self.checkpoints = 0
+        self.checkpoint_seconds_max = 0.0
         try:
             self._conn = self._executor.submit(
                 self._connect, path, synchronous.upper(), busy_timeout_ms / 1000
@@ -193,6 +214,25 @@ class SqliteRoomStore:
         except sqlite3.Error as exc:
             self._executor.shutdown(wait=False)
             raise StoreUnavailable(f"cannot open SQLite store {path!r}: {exc}") from exc
+        # The checkpointer: woken after writes, checkpoints from its own connection (see the docstring).
+        self._checkpoint_interval_s = checkpoint_interval_s
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_stop = threading.Event()
+        # Serializes the checkpoint connection between the checkpointer, checkpoint() and close().
+        self._checkpoint_lock = threading.Lock()
+        try:
+            self._checkpoint_conn = sqlite3.connect(
+                path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            self._checkpoint_conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        except sqlite3.Error as exc:
+            self._executor.submit(self._conn.close).result()
+            self._executor.shutdown(wait=False)
+            raise StoreUnavailable(f"cannot open SQLite store {path!r}: {exc}") from exc
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="sqlite-room-store-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
 
     @staticmethod
     def _connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
@@ -204,6 +244,8 @@ class SqliteRoomStore:
             if str(mode).lower() != "wal":
                 raise StoreUnavailable(f"SQLite refused WAL mode for {path!r} (got {mode!r})")
             conn.execute(f"PRAGMA synchronous={synchronous}")
+            # Checkpoints run on the checkpointer thread, never inside a commit (module docstring).
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             _migrate(conn)
         except BaseException:
             conn.close()
@@ -211,6 +253,46 @@ class SqliteRoomStore:
         return conn
 
     # --- plumbing ------------------------------------------------------------------------------------
+
+    def _checkpoint_loop(self) -> None:
+        """Checkpointer thread: one PASSIVE checkpoint per burst of writes, at most one per interval."""
+        while True:
+            self._checkpoint_wanted.wait()
+            if self._checkpoint_stop.is_set():
+                return
+            self._checkpoint_wanted.clear()
+            self._checkpoint_now()
+            if self._checkpoint_stop.wait(self._checkpoint_interval_s):
+                return
+
+    def _checkpoint_now(self) -> tuple[int, int, int] | None:
+        """One PASSIVE checkpoint: ``(busy, wal_frames, checkpointed_frames)``, None if SQLite refused.
+
+        PASSIVE copies what it can without waiting for the writer or readers; what it leaves is taken
+        by the next one.  A failure (I/O error, another connection checkpointing) only leaves the WAL
+        longer; commits are already durable in it.
+        """
+        with self._checkpoint_lock:
+            started = time.perf_counter()
+            try:
+                row = self._checkpoint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error:  # also: the connection is already closed
+                return None
+            elapsed = time.perf_counter() - started
+            self.checkpoints += 1
+            self.checkpoint_seconds_max = max(self.checkpoint_seconds_max, elapsed)
+        busy, frames, checkpointed = row
+        return int(busy), int(frames), int(checkpointed)
+
+    def _wrote(self) -> None:
+        """On the worker thread after a COMMIT: ask the checkpointer for a checkpoint."""
+        self._checkpoint_wanted.set()
+
+    async def checkpoint(self) -> tuple[int, int, int] | None:
+        """Run a PASSIVE checkpoint now (off the loop); see ``_checkpoint_now``."""
+        if self._closed:
+            raise StoreUnavailable("the room store is closed")
+        return await asyncio.get_running_loop().run_in_executor(None, self._checkpoint_now)
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         if self._closed:
@@ -232,6 +314,7 @@ class SqliteRoomStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._wrote()
         return result
 
     def _notify_from_thread(
@@ -370,6 +453,7 @@ class SqliteRoomStore:
         else:
             self.commit_transactions += 1
             self.commits_applied += sum(outcome is None for outcome in outcomes)
+            self._wrote()
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_PendingCommit, BaseException | None]]] = {}
         for pending, outcome in zip(group, outcomes, strict=True):
             by_loop.setdefault(pending.loop, []).append((pending, outcome))
@@ -582,5 +666,11 @@ class SqliteRoomStore:
             for event in waiters:
                 event.set()
         loop = asyncio.get_running_loop()
+        self._checkpoint_stop.set()
+        self._checkpoint_wanted.set()
+        await loop.run_in_executor(None, self._checkpointer.join)
+        with self._checkpoint_lock:
+            self._checkpoint_conn.close()
+        # Closing the last connection checkpoints the rest of the WAL (on the worker, after all writes).
         await loop.run_in_executor(self._executor, self._conn.close)
         self._executor.shutdown(wait=True)
