@@ -1,9 +1,11 @@
 """Per-request context shared by the interceptors, the error helpers and non-gRPC entry points.
 
-Two pieces of state follow a request through ``asyncio`` tasks via :mod:`contextvars`:
+Three pieces of state follow a request through ``asyncio`` tasks, in one :class:`RequestScope`
+held by one :mod:`contextvars` variable:
 
 * the request id (``x-request-id``), which client interceptors forward to the next hop and
-  which structlog adds to every log line,
+  which :mod:`services.common.logging` adds to every log line (with the scope's other log
+  context, e.g. ``method``),
 * the caller's ``accept-language``, forwarded likewise so every hop answers in one language, and
 * the fields a handler wants on its *canonical* log line (``bind_rpc_fields``).
 
