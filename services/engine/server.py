@@ -16,7 +16,6 @@ Run it with ``ninety-nine engine --port 50051 --metrics-port 9101``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import secrets
 import time
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import state_pb2
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
-from services.common.config import add_env_argument
 from services.common.context import bind_rpc_fields
 from services.common.errors import ENGINE_DOMAIN, ServiceError, from_rule_error, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
@@ -41,8 +39,9 @@ from services.common.interceptors import CanonicalLogInterceptor
 from services.common.lenient import MALFORMED_REQUEST as MALFORMED_REQUEST
 from services.common.lenient import MALFORMED_REQUEST_TEXTS as MALFORMED_REQUEST_TEXTS
 from services.common.lenient import lenient_handler
-from services.common.logging import configure_logging, get_logger
+from services.common.logging import get_logger
 from services.common.metrics import histogram, start_metrics_server
+from services.common.runner import add_service_flags, run_service
 from services.engine import convert, rules
 from services.engine.rules import GameState, Reason, RuleError
 
@@ -278,13 +277,7 @@ async def serve_engine(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    configure_logging("engine", level=args.log_level)
-    try:
-        asyncio.run(serve_engine(args))
-    except (RuntimeError, OSError) as exc:  # the port is taken or the host does not exist
-        log.error("engine failed to start", error=str(exc))
-        return 1
-    return 0
+    return run_service("engine", lambda: serve_engine(args), log_level=args.log_level)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -294,14 +287,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         description="Serve ninetynine.engine.v1.EngineService (stateless rules engine) with health, "
         "reflection and Prometheus metrics. Every flag can also come from the environment.",
     )
-    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
-    add_env_argument(parser, "--port", type=int, default=50051, help="gRPC port (0 picks a free one)")
-    add_env_argument(
-        parser, "--metrics-port", type=int, default=9101, help="Prometheus /metrics port (0 picks a free one)"
-    )
-    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
-    add_env_argument(
-        parser, "--grace", type=float, default=5.0, help="seconds in-flight calls get on SIGTERM"
-    )
+    add_service_flags(parser, port=50051, metrics_port=9101, grace=5.0)
     parser.set_defaults(handler=run_command)
     return parser

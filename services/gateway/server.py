@@ -35,8 +35,9 @@ from services.common.config import add_env_argument
 from services.common.grpcclient import create_channel
 from services.common.grpcserver import HealthServicer, create_server
 from services.common.interceptors import CanonicalLogInterceptor
-from services.common.logging import configure_logging, get_logger
+from services.common.logging import get_logger
 from services.common.metrics import start_metrics_server
+from services.common.runner import add_service_flags, run_service
 from services.gateway.connection import CLOSE_SHUTDOWN, Connection
 from services.gateway.convert import JsonId, server_text
 from services.gateway.encoding import SharedServerText
@@ -312,13 +313,7 @@ async def serve_gateway(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    configure_logging("gateway", level=args.log_level)
-    try:
-        asyncio.run(serve_gateway(args))
-    except (RuntimeError, OSError) as exc:  # a port is taken or the host does not exist
-        log.error("gateway failed to start", error=str(exc))
-        return 1
-    return 0
+    return run_service("gateway", lambda: serve_gateway(args), log_level=args.log_level)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -329,16 +324,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "ninetynine.gateway.v1.GatewayService, talking to the session service. "
         "Every flag can also come from the environment.",
     )
-    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
-    add_env_argument(parser, "--port", type=int, default=8080, help="HTTP/WebSocket port (0 picks one)")
+    add_service_flags(parser, port=8080, metrics_port=9103, grace=5.0, port_help="HTTP/WebSocket port")
     add_env_argument(parser, "--grpc-port", type=int, default=50053, help="gRPC port (0 picks one)")
     add_env_argument(parser, "--session", default="localhost:50052", help="session service address")
-    add_env_argument(parser, "--metrics-port", type=int, default=9103, help="Prometheus /metrics port")
     add_env_argument(parser, "--heartbeat-seconds", type=int, default=20, help="client ping interval")
     add_env_argument(parser, "--max-message-bytes", type=int, default=4096, help="largest client message")
-    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
-    add_env_argument(
-        parser, "--grace", type=float, default=5.0, help="seconds in-flight calls get on SIGTERM"
-    )
     parser.set_defaults(handler=run_command)
     return parser

@@ -28,8 +28,9 @@ from services.common.errors import ServiceError, abort, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
 from services.common.interceptors import CanonicalLogInterceptor
 from services.common.lenient import lenient_handler
-from services.common.logging import configure_logging, get_logger
+from services.common.logging import get_logger
 from services.common.metrics import rpc_histogram, start_metrics_server
+from services.common.runner import add_service_flags, run_service
 from services.engine.client import EngineClient
 from services.session.errors import DOMAIN
 from services.session.service import RoomService, SessionMetrics
@@ -231,16 +232,9 @@ async def serve_session(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    configure_logging("session", level=args.log_level)
-    try:
-        asyncio.run(serve_session(args))
-    except InvalidStoreInput as exc:
-        log.error("bad --store", error=str(exc))
-        return 2
-    except (RuntimeError, OSError) as exc:
-        log.error("session failed to start", error=str(exc))
-        return 1
-    return 0
+    return run_service(
+        "session", lambda: serve_session(args), log_level=args.log_level, usage_errors=(InvalidStoreInput,)
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -250,17 +244,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         description="Serve ninetynine.session.v1.SessionService: rooms, seats, deadlines, reconnects. "
         "Every flag can also come from the environment.",
     )
-    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
-    add_env_argument(parser, "--port", type=int, default=50052, help="gRPC port (0 picks a free one)")
+    add_service_flags(parser, port=50052, metrics_port=9102, grace=10.0)
     add_env_argument(parser, "--engine", default="localhost:50051", help="engine service address")
     add_env_argument(
         parser,
         "--store",
         default="sqlite:///data/rooms.db",
         help="sqlite:///path/rooms.db or redis://host:port/db",
-    )
-    add_env_argument(
-        parser, "--metrics-port", type=int, default=9102, help="Prometheus /metrics port (0 picks a free one)"
     )
     add_env_argument(
         parser, "--bot-think-ms", type=int, default=700, help="how long a bot waits before playing"
@@ -278,10 +268,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=float,
         default=15.0,
         help="idle Subscribe streams get a heartbeat this often (ends streams of vanished clients)",
-    )
-    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
-    add_env_argument(
-        parser, "--grace", type=float, default=10.0, help="seconds in-flight calls get on SIGTERM"
     )
     parser.set_defaults(handler=run_command)
     return parser

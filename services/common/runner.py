@@ -1,0 +1,78 @@
+"""Running a service from the CLI: the flags every service has, and one way to run its event loop.
+
+``add_service_flags`` adds ``--host``, ``--port``, ``--metrics-port``, ``--log-level`` and
+``--grace`` (each also read from ``NINETYNINE_<FLAG>``); ``run_service`` configures logging,
+runs the service's coroutine on uvloop when it is installed (the default asyncio loop
+otherwise) and turns start-up failures into an exit code instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from services.common.config import add_env_argument
+from services.common.logging import configure_logging, get_logger
+
+__all__ = ["add_service_flags", "run_service"]
+
+log = get_logger(__name__)
+
+
+def add_service_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    port: int,
+    metrics_port: int,
+    grace: float,
+    port_help: str = "gRPC port",
+) -> None:
+    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
+    add_env_argument(parser, "--port", type=int, default=port, help=f"{port_help} (0 picks a free one)")
+    add_env_argument(
+        parser,
+        "--metrics-port",
+        type=int,
+        default=metrics_port,
+        help="Prometheus /metrics port (0 picks a free one)",
+    )
+    add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
+    add_env_argument(
+        parser, "--grace", type=float, default=grace, help="seconds in-flight calls get on SIGTERM"
+    )
+
+
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
+        asyncio.run(coro)
+        return
+    uvloop.run(coro)
+
+
+def run_service(
+    name: str,
+    main: Callable[[], Awaitable[None]],
+    *,
+    log_level: str,
+    usage_errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """Run ``main()`` until it returns (after a graceful shutdown). Exit codes: 0 ok, 1 could not
+    start (port taken, host unknown), 2 bad configuration (``usage_errors``)."""
+    configure_logging(name, level=log_level)
+
+    async def body() -> None:
+        await main()
+
+    try:
+        _run(body())
+    except usage_errors as exc:
+        log.error(f"{name} configuration refused", error=str(exc))
+        return 2
+    except (RuntimeError, OSError) as exc:  # the port is taken or the host does not exist
+        log.error(f"{name} failed to start", error=str(exc))
+        return 1
+    return 0
