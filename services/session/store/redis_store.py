@@ -57,6 +57,7 @@ from services.session.store.base import (
 
 DEFAULT_PREFIX: Final = "ninetynine:session:"
 DEFAULT_MAXLEN: Final = 100_000
+DEFAULT_MAX_CONNECTIONS: Final = 10_000
 _TAIL_BATCH: Final = 500
 _TAIL_BLOCK_MS: Final = 5000
 
@@ -204,6 +205,9 @@ class RedisRoomStore:
         # Fail fast when Redis is down instead of hanging a player's move.
         options.setdefault("socket_connect_timeout", "2")
         options.setdefault("socket_timeout", "10")
+        # Every open tail waits in XREAD BLOCK on a pooled connection of its own: redis-py's default
+        # pool of 100 would refuse the 101st subscriber of a replica with "Too many connections".
+        options.setdefault("max_connections", str(DEFAULT_MAX_CONNECTIONS))
         client_url = urlunsplit(parts._replace(query=urlencode(options)))
         try:
             client = aioredis.Redis.from_url(client_url, decode_responses=False)
