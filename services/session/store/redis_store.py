@@ -8,7 +8,8 @@ Keys (``P`` is the configurable prefix, ``?prefix=`` in the URL; default ``ninet
 - ``P events:{room_id}`` — stream; event seq N is entry id ``N-0`` with fields ``a`` (audience),
   ``p`` (player id), ``d`` (payload).  Bounded with ``XADD MAXLEN ~ maxlen`` (``?maxlen=``, default
   100000 — far more than one game produces); the oldest retained seq is the first entry's id.
-  ``XREAD BLOCK`` on it is both reconnect replay and cross-replica fan-out.
+  A tail replays it with ``XRANGE``; live events (from any replica) come from one shared
+  ``XREAD BLOCK`` per store over the streams of every open tail, so tails hold no connection while waiting.
 - ``P due`` — sorted set room_id → due-at ms: the deadline while unclaimed, the lease expiry while claimed.
 - ``P deadline`` — hash room_id → current deadline ms (what ``claim_due`` reports).
 - ``P claims`` — hash room_id → owner of the current claim.
@@ -25,13 +26,16 @@ use a single primary (with replicas/Sentinel for failover).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.typing import KeyT, StreamIdT
 
 from services.session.store.base import (
     PHASES,
@@ -59,7 +63,14 @@ DEFAULT_PREFIX: Final = "ninetynine:session:"
 DEFAULT_MAXLEN: Final = 100_000
 DEFAULT_MAX_CONNECTIONS: Final = 10_000
 _TAIL_BATCH: Final = 500
-_TAIL_BLOCK_MS: Final = 5000
+# The shared reader's XREAD block: also how long a newly watched stream may wait to join the read.
+_TAIL_BLOCK_MS: Final = 100
+# Live events a tail may have queued before it is counted as lagging and re-reads the stream itself.
+_LISTENER_QUEUE: Final = 1000
+# Concurrent replay reads of tails: a burst of reconnecting subscribers must not open a connection each.
+_TAIL_READ_CONCURRENCY: Final = 4
+_READER_BACKOFF_MIN_S: Final = 0.05
+_READER_BACKOFF_MAX_S: Final = 2.0
 
 # KEYS: room, stream, due, deadline, claims, rooms:all, rooms:phase:lobby, :playing, :finished
 # ARGV: op ("create"|"commit"), room_id, expected_version, version, phase, mode, seats_total, seats_taken,
@@ -171,6 +182,129 @@ def _event_from_entry(entry_id: bytes, fields: _RawHash) -> StoredEvent:
     )
 
 
+class _Listener:
+    """One open tail: live events of its room, bounded, plus flags the reader raises out of band."""
+
+    def __init__(self, room_id: str) -> None:
+        self.room_id = room_id
+        # None is a nudge to look at the flags; when the queue is full the listener is not waiting on it.
+        self.queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue(maxsize=_LISTENER_QUEUE)
+        self.lagging = False  # an event was dropped: catch up from the stream before trusting the queue
+        self.error: StoreUnavailable | None = None
+
+    def offer(self, event: StoredEvent) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.lagging = True
+
+    def nudge(self) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
+
+
+class _SharedStreamReader:
+    """One task per store that waits in a single ``XREAD BLOCK`` on the streams of every open tail.
+
+    Each tail used to wait on a pooled connection of its own; this holds one connection however many
+    tails are open.  The per-stream cursor is the highest seq handed to that room's listeners.  The
+    block is short so that a stream whose first tail just opened joins the read within ``block_ms``.
+    """
+
+    def __init__(self, client: aioredis.Redis, stream_key: Callable[[str], str], block_ms: int) -> None:
+        self._redis = client
+        self._stream_key = stream_key
+        self._block_ms = block_ms
+        self._listeners: dict[str, set[_Listener]] = {}
+        self._cursors: dict[str, int] = {}
+        self._rooms_by_stream: dict[bytes, str] = {}
+        self._has_listeners = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def subscribe(self, room_id: str, last_seq: int) -> _Listener:
+        """Deliver events of ``room_id`` after ``last_seq`` (or after the room's current cursor)."""
+        listener = _Listener(room_id)
+        listeners = self._listeners.get(room_id)
+        if listeners is None:
+            listeners = self._listeners[room_id] = set()
+            self._cursors[room_id] = last_seq
+            self._rooms_by_stream[self._stream_key(room_id).encode()] = room_id
+        listeners.add(listener)
+        self._has_listeners.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="redis-store-stream-reader")
+        return listener
+
+    def unsubscribe(self, listener: _Listener) -> None:
+        listeners = self._listeners.get(listener.room_id)
+        if listeners is None:
+            return
+        listeners.discard(listener)
+        if not listeners:
+            del self._listeners[listener.room_id]
+            del self._cursors[listener.room_id]
+            del self._rooms_by_stream[self._stream_key(listener.room_id).encode()]
+        if not self._listeners:
+            self._has_listeners.clear()
+
+    async def close(self) -> None:
+        self._closed = True
+        for listeners in self._listeners.values():
+            for listener in listeners:
+                listener.nudge()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def _fail_all(self, error: StoreUnavailable) -> None:
+        for listeners in self._listeners.values():
+            for listener in listeners:
+                listener.error = error
+                listener.nudge()
+
+    async def _run(self) -> None:
+        backoff_s = _READER_BACKOFF_MIN_S
+        try:
+            while not self._closed:
+                if not self._listeners:
+                    await self._has_listeners.wait()
+                    continue
+                streams: dict[KeyT, StreamIdT] = {
+                    self._stream_key(room_id): f"{cursor}-0" for room_id, cursor in self._cursors.items()
+                }
+                try:
+                    reply = await self._redis.xread(streams, count=_TAIL_BATCH, block=self._block_ms)
+                except redis.exceptions.RedisError as exc:
+                    if self._closed:
+                        return
+                    # Every waiting tail learns that Redis is gone (its subscriber reconnects and replays
+                    # from its own seq); the reader keeps retrying for the tails opened afterwards.
+                    self._fail_all(StoreUnavailable(f"Redis is unreachable: {exc}"))
+                    await asyncio.sleep(backoff_s)
+                    backoff_s = min(backoff_s * 2, _READER_BACKOFF_MAX_S)
+                    continue
+                backoff_s = _READER_BACKOFF_MIN_S
+                self._deliver(reply)
+        finally:
+            if not self._closed:  # an unexpected bug must not leave tails waiting forever
+                self._fail_all(StoreUnavailable("the Redis event reader stopped"))
+
+    def _deliver(self, reply: object) -> None:
+        for stream, entries in cast(list[tuple[bytes, list[_RawEntry]]] | None, reply) or ():
+            room_id = self._rooms_by_stream.get(stream)
+            if room_id is None:
+                continue  # its last tail ended while the read was in flight
+            listeners = self._listeners[room_id]
+            for entry_id, fields in entries:
+                event = _event_from_entry(entry_id, fields)
+                # max(): a read issued before the room's tails changed may return older entries.
+                self._cursors[room_id] = max(self._cursors[room_id], event.seq)
+                for listener in listeners:
+                    listener.offer(event)
+
+
 class RedisRoomStore:
     """A ``RoomStore`` on one Redis database (see the module docstring for the key layout)."""
 
@@ -186,6 +320,8 @@ class RedisRoomStore:
         self._block_ms = (
             _TAIL_BLOCK_MS if not socket_timeout else min(_TAIL_BLOCK_MS, int(socket_timeout * 500))
         )
+        self._live = _SharedStreamReader(client, self._stream_key, self._block_ms)
+        self._tail_reads = asyncio.Semaphore(_TAIL_READ_CONCURRENCY)
         self._write_room = client.register_script(_WRITE_ROOM_LUA)
         self._claim = client.register_script(_CLAIM_LUA)
         self._release = client.register_script(_RELEASE_LUA)
@@ -205,8 +341,8 @@ class RedisRoomStore:
         # Fail fast when Redis is down instead of hanging a player's move.
         options.setdefault("socket_connect_timeout", "2")
         options.setdefault("socket_timeout", "10")
-        # Every open tail waits in XREAD BLOCK on a pooled connection of its own: redis-py's default
-        # pool of 100 would refuse the 101st subscriber of a replica with "Too many connections".
+        # Tails share one waiting connection, but a burst of moves still takes one connection per
+        # concurrent command: redis-py's default cap of 100 would refuse the 101st with an error.
         options.setdefault("max_connections", str(DEFAULT_MAX_CONNECTIONS))
         client_url = urlunsplit(parts._replace(query=urlencode(options)))
         try:
@@ -334,34 +470,58 @@ class RedisRoomStore:
     async def tail(self, room_id: str, after_seq: int) -> AsyncGenerator[StoredEvent, None]:
         check_room_id(room_id)
         check_seq(after_seq)
-        oldest, last_seq = await self._seq_bounds(room_id)
+        async with self._tail_reads:
+            oldest, last_seq = await self._seq_bounds(room_id)
         if after_seq > last_seq:
             raise InvalidStoreInput(
                 f"room {room_id!r}: after_seq {after_seq} is past the last seq {last_seq}"
             )
         if after_seq + 1 < oldest:
             raise EventsTrimmed(room_id, after_seq, oldest)
-        stream = self._stream_key(room_id)
-        cursor = after_seq
-        while not self._closed:
-            # XREAD returns retained entries past the cursor at once and otherwise blocks for new ones,
-            # whichever replica appends them: one loop does replay and live delivery.
+        # Listen before replaying: whatever is committed during the replay is queued, and the queue's
+        # entries at or below what the replay yielded are dropped, so nothing is missed or repeated.
+        listener = self._live.subscribe(room_id, last_seq)
+        try:
+            cursor = after_seq
+            must_read_stream = True
+            while not self._closed:
+                if listener.error is not None:
+                    raise listener.error
+                if must_read_stream or listener.lagging:
+                    listener.lagging = False
+                    must_read_stream = False
+                    async for event in self._read_stream_after(room_id, cursor):
+                        cursor = event.seq
+                        yield event
+                    continue
+                live = await listener.queue.get()
+                if live is None or live.seq <= cursor:
+                    continue
+                if live.seq > cursor + 1:  # dropped while lagging: the stream has the missing ones
+                    must_read_stream = True
+                    continue
+                cursor = live.seq
+                yield live
+        finally:
+            self._live.unsubscribe(listener)
+
+    async def _read_stream_after(self, room_id: str, cursor: int) -> AsyncGenerator[StoredEvent, None]:
+        """The retained events after ``cursor`` up to the stream's current end, in batches."""
+        while True:
             try:
-                reply = cast(
-                    list[tuple[bytes, list[_RawEntry]]] | None,
-                    await self._redis.xread({stream: f"{cursor}-0"}, count=_TAIL_BATCH, block=self._block_ms),
-                )
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                async with self._tail_reads:
+                    batch = await self.read_events(room_id, cursor, limit=_TAIL_BATCH)
+            except StoreUnavailable:
                 if self._closed:
                     return
-                raise StoreUnavailable(f"Redis is unreachable: {exc}") from exc
-            for _stream, entries in reply or ():
-                for entry_id, fields in entries:
-                    event = _event_from_entry(entry_id, fields)
-                    if event.seq != cursor + 1:
-                        raise EventsTrimmed(room_id, cursor, event.seq)
-                    cursor = event.seq
-                    yield event
+                raise
+            if batch and batch[0].seq != cursor + 1:
+                raise EventsTrimmed(room_id, cursor, batch[0].seq)
+            for event in batch:
+                cursor = event.seq
+                yield event
+            if len(batch) < _TAIL_BATCH:
+                return
 
     async def list_rooms(
         self, *, phase: str | None, page_size: int, page_token: str
@@ -426,5 +586,5 @@ class RedisRoomStore:
         if self._closed:
             return
         self._closed = True
-        # Also drops the connections of tails blocked in XREAD, which then end quietly.
+        await self._live.close()  # open tails end quietly
         await self._redis.aclose()
