@@ -182,8 +182,9 @@ async def test_rooms_gauge_counts_the_store_by_phase(make_stack) -> None:
     await asyncio.sleep(0.3)
     gauge.cancel()
 
-    def value(phase: str) -> float | None:
-        return stack.registry.get_sample_value("ninetynine_session_rooms", {"phase": phase})
+    def value(phase: str) -> float:
+        sample = stack.registry.get_sample_value("ninetynine_session_rooms", {"phase": phase})
+        return float(sample or 0)
 
     assert value("lobby") == 3
-    assert (value("playing") or 0) + (value("finished") or 0) == 1
+    assert value("playing") + value("finished") == 1
