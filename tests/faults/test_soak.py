@@ -46,6 +46,7 @@ async def _table_loop(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(int(SOAK_SECONDS) + 600)  # the suite's 300 s cap is for ordinary tests
 async def test_soak_random_disconnects_no_stuck_game_flat_memory(
     tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
