@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from services.common.grpcserver import create_server
 from services.common.logging import configure_logging
+from services.common.runner import run_loop, tune_gc
 from services.engine.server import EngineMetrics, create_engine_server
 
 ECHO_SERVICE = "bench.v1.Echo"
@@ -113,6 +114,7 @@ def _starter(argv: Sequence[str]) -> Starter:
 
 
 async def _serve_until_stdin_closes(start: Starter) -> None:
+    tune_gc()  # as `ninety-nine <service>` runs (services.common.runner)
     ports, stop = await start()
     print(json.dumps(ports), flush=True)
     loop = asyncio.get_running_loop()
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = _starter(sys.argv[1:] if argv is None else argv)
     # Production logging (one JSON line per RPC), written to the child's stderr (/dev/null).
     configure_logging("bench", level="info")
-    asyncio.run(_serve_until_stdin_closes(start))
+    run_loop(_serve_until_stdin_closes(start))  # uvloop, like the real services
     return 0
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from services.common.config import add_env_argument
 from services.common.logging import configure_logging, get_logger
 
-__all__ = ["add_service_flags", "run_service"]
+__all__ = ["add_service_flags", "run_loop", "run_service", "tune_gc"]
 
 log = get_logger(__name__)
 
@@ -47,7 +47,17 @@ def add_service_flags(
     )
 
 
-def _run(coro: Coroutine[Any, Any, None]) -> None:
+def tune_gc() -> None:
+    """Long-lived services keep big heaps (room caches, connections) and churn small objects: move
+    what start-up built out of the collector's sight and collect the young generation less often,
+    so full collections stop pausing the loop for 50-380 ms (measured in the session under load,
+    docs/performance.md "Capacity")."""
+    gc.freeze()
+    gc.set_threshold(GC_GEN0_THRESHOLD, 20, 50)
+
+
+def run_loop(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` on uvloop when installed, else on the default asyncio loop."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
@@ -68,16 +78,11 @@ def run_service(
     configure_logging(name, level=log_level)
 
     async def body() -> None:
-        # Long-lived services keep big heaps (room caches, connections) and churn small objects:
-        # move what start-up built out of the collector's sight and collect the young generation
-        # less often, so full collections stop pausing the loop for 50-380 ms (measured in the
-        # session under load, docs/performance.md "Capacity").
-        gc.freeze()
-        gc.set_threshold(GC_GEN0_THRESHOLD, 20, 50)
+        tune_gc()
         await main()
 
     try:
-        _run(body())
+        run_loop(body())
     except usage_errors as exc:
         log.error(f"{name} configuration refused", error=str(exc))
         return 2
