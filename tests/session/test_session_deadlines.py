@@ -17,9 +17,14 @@ from tests.session.helpers import sample
 MakeStack = Callable[..., Awaitable[Stack]]
 
 
-async def _two_humans(stack: Stack, turn_seconds: int) -> tuple[pb.CreateRoomResponse, pb.JoinRoomResponse]:
+async def _two_humans(
+    stack: Stack, turn_seconds: int, lives: int | None = None
+) -> tuple[pb.CreateRoomResponse, pb.JoinRoomResponse]:
+    options = game_pb2.Options(turn_seconds=turn_seconds)
+    if lives is not None:
+        options.lives = lives
     a: pb.CreateRoomResponse = await stack.stub.CreateRoom(
-        pb.CreateRoomRequest(name="A", max_seats=2, options=game_pb2.Options(turn_seconds=turn_seconds))
+        pb.CreateRoomRequest(name="A", max_seats=2, options=options)
     )
     b: pb.JoinRoomResponse = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
     await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
@@ -30,7 +35,8 @@ async def test_three_timeouts_shorten_the_turn_until_the_player_acts(make_stack:
     scale = 0.1  # 10 s turns -> 1000 ms; the 3 s rule -> 300 ms
     stack = await make_stack(time_scale=scale)
     normal, short = round(10_000 * scale), round(3_000 * scale)
-    a, b = await _two_humans(stack, turn_seconds=10)
+    # Three lives: the game runs over several rounds, long enough to see six of A's turns.
+    a, b = await _two_humans(stack, turn_seconds=10, lives=3)
     a_turns: dict[int, int] = {}  # turn start -> deadline - turn start, for A's turns in order
     a_played_in: list[int] = []
     seqs = {a.seat_token: 0, b.seat_token: 0}
