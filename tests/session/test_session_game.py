@@ -64,7 +64,10 @@ async def test_human_plays_a_full_game_against_two_bots(make_stack) -> None:
 
 async def test_timeouts_play_for_an_absent_player_and_the_game_ends(make_stack) -> None:
     stack = await make_stack(time_scale=0.005)  # 15 s turns become 75 ms
-    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=3))
+    # Two lives each: the game lasts long enough for three timeouts in a row, whatever the deal.
+    a = await stack.stub.CreateRoom(
+        pb.CreateRoomRequest(name="A", max_seats=3, options=game_pb2.Options(lives=2))
+    )
     await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
     await stack.stub.AddBot(pb.AddBotRequest(token=a.seat_token))
     await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
