@@ -86,12 +86,11 @@ async def start_session(engine_target: str, store_url: str) -> tuple[Ports, Clea
         engine_timeout=5.0,  # the bench loads a 2-core box: don't fail moves on a slow engine
     )
     await server.start()
-    scheduler = asyncio.create_task(rooms.run_scheduler())
+    rooms.start()
 
     async def stop() -> None:
         await server.stop(None)
         await close_room_service(rooms)
-        scheduler.cancel()
 
     return {"session": port}, stop
 

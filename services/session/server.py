@@ -12,7 +12,6 @@ scheduler stops, then the store and the engine channel close.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, NoReturn
 
@@ -161,7 +160,8 @@ def create_session_server(
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
     """A ready-to-start session server (port 0 picks one) and its :class:`RoomService`.
 
-    Start ``RoomService.run_scheduler()`` next to the server so deadlines fire; call inside
+    Call ``RoomService.start()`` next to ``server.start()`` so deadlines fire (and
+    :func:`close_room_service` on the way out); call inside
     the event loop that will run it.
     """
     store = open_store(store_url)
@@ -218,13 +218,10 @@ async def serve_session(args: argparse.Namespace) -> None:
         metrics_port=metrics_port,
         store=args.store.split("?")[0],
     )
-    scheduler = asyncio.create_task(room_service.run_scheduler())
-    room_gauge = asyncio.create_task(room_service.run_room_gauge())
+    room_service.start()
 
     async def on_shutdown() -> None:
         await close_room_service(room_service)
-        scheduler.cancel()
-        room_gauge.cancel()
 
     await serve(
         server, health, grace=args.grace, service_names=[SESSION_SERVICE_NAME], on_shutdown=on_shutdown

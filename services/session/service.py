@@ -249,6 +249,7 @@ class RoomService:
         self._fanout_pending: dict[tuple[str, int], tuple[float, str, str]] = {}
         self._wake = asyncio.Event()
         self._fires: set[asyncio.Task[None]] = set()
+        self._background: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
 
     # -- loading and committing ----------------------------------------------------------------
@@ -655,9 +656,21 @@ class RoomService:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), every_s)
 
+    def start(self) -> None:
+        """Start the deadline scheduler and the rooms gauge; :meth:`stop` ends them."""
+        if not self._background:
+            self._background = [
+                asyncio.create_task(self.run_scheduler()),
+                asyncio.create_task(self.run_room_gauge()),
+            ]
+
     async def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background = []
         if self._fires:
             await asyncio.gather(*self._fires, return_exceptions=True)
 

@@ -12,7 +12,6 @@ recorded and checked against the protocol's JSON Schema, and any uncaught page e
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -77,7 +76,7 @@ async def servers(tmp_path: Path) -> AsyncIterator[Servers]:
         registry=CollectorRegistry(),
     )
     await session.start()
-    scheduler = asyncio.create_task(rooms.run_scheduler())
+    rooms.start()
     gateway = await start_gateway(session_target=f"127.0.0.1:{session_port}", registry=CollectorRegistry())
     try:
         yield Servers(gateway)
@@ -85,7 +84,6 @@ async def servers(tmp_path: Path) -> AsyncIterator[Servers]:
         await gateway.stop(grace=0.5)
         await session.stop(None)
         await close_room_service(rooms)
-        scheduler.cancel()
         await engine.stop(None)
 
 

@@ -6,7 +6,6 @@ protocol's JSON Schema, so a test that reads a message also proves it is a valid
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -46,13 +45,12 @@ async def backend(tmp_path: Path) -> AsyncIterator[Backend]:
         registry=CollectorRegistry(),
     )
     await session.start()
-    scheduler = asyncio.create_task(rooms.run_scheduler())
+    rooms.start()
     try:
         yield Backend(f"127.0.0.1:{session_port}")
     finally:
         await session.stop(None)
         await close_room_service(rooms)
-        scheduler.cancel()
         await engine.stop(None)
 
 

@@ -39,7 +39,6 @@ class Stack:
         await self.channel.close(None)
         await self._server.stop(None)  # type: ignore[attr-defined]
         await close_room_service(self.rooms)
-        self._scheduler.cancel()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -86,13 +85,10 @@ async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIte
             registry=registry,
         )
         await server.start()
-        import asyncio
-
-        scheduler = asyncio.create_task(rooms.run_scheduler())
+        rooms.start()
         channel = create_channel(f"127.0.0.1:{port}")
         stack = Stack(engine_port, port, rooms, pb_grpc.SessionServiceStub(channel), channel, registry)
         stack._server = server  # type: ignore[attr-defined]
-        stack._scheduler = scheduler  # type: ignore[attr-defined]
         started.append(stack)
         return stack
 

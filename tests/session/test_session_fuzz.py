@@ -66,10 +66,10 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
             registry=registry,
         )
         await session.start()
-        scheduler = asyncio.create_task(rooms.run_scheduler())
-        return engine, session, rooms, scheduler, port
+        rooms.start()
+        return engine, session, rooms, port
 
-    engine, session, rooms, scheduler, port = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
+    engine, session, rooms, port = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = pb_grpc.SessionServiceStub(channel)
     host = stub.CreateRoom(
@@ -97,7 +97,6 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     async def stop() -> None:
         await session.stop(None)
         await close_room_service(rooms)
-        scheduler.cancel()
         await engine.stop(None)
 
     asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
