@@ -21,7 +21,7 @@ import grpc
 import redis
 
 from tests.gateway.conftest import WsClient
-from tests.session.procs import free_port, start_service, wait_serving
+from tests.session.procs import free_port, session_args, start_service, wait_serving
 
 
 @dataclass
@@ -75,16 +75,7 @@ def session_service(
     tmp: Path, engine_port: int, store: str, *, scale: float = 0.02, bot_ms: int = 5
 ) -> Service:
     port = free_port()
-    args = [
-        "session",
-        "--host=127.0.0.1",
-        f"--port={port}",
-        f"--engine=127.0.0.1:{engine_port}",
-        f"--store={store}",
-        "--metrics-port=0",
-        f"--turn-time-scale={scale}",
-        f"--bot-think-ms={bot_ms}",
-    ]
+    args = session_args(port, engine_port, store, scale=scale, bot_ms=bot_ms)
     return Service("session", args, tmp / "session.log", lambda: wait_serving(port), port=port)
 
 

@@ -44,21 +44,23 @@ def start_service(args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def session_args(port: int, engine_port: int, store: str, *, scale: float, bot_ms: int) -> list[str]:
+    """``ninety-nine session`` arguments for a test session on 127.0.0.1 with fast clocks."""
+    return [
+        "session",
+        "--host=127.0.0.1",
+        f"--port={port}",
+        f"--engine=127.0.0.1:{engine_port}",
+        f"--store={store}",
+        "--metrics-port=0",
+        f"--turn-time-scale={scale}",
+        f"--bot-think-ms={bot_ms}",
+    ]
+
+
 def start_session(
     port: int, engine_port: int, store: str, log_path: Path, *, scale: float = 0.01, bot_ms: int = 5
 ) -> subprocess.Popen[bytes]:
-    proc = start_service(
-        [
-            "session",
-            "--host=127.0.0.1",
-            f"--port={port}",
-            f"--engine=127.0.0.1:{engine_port}",
-            f"--store={store}",
-            "--metrics-port=0",
-            f"--turn-time-scale={scale}",
-            f"--bot-think-ms={bot_ms}",
-        ],
-        log_path,
-    )
+    proc = start_service(session_args(port, engine_port, store, scale=scale, bot_ms=bot_ms), log_path)
     wait_serving(port)
     return proc
