@@ -246,7 +246,9 @@ class RoomService:
         self._public_rooms: OrderedDict[tuple[str, int], pb.Room] = OrderedDict()
         self._views_size = 4096
         self._presence: Counter[tuple[str, str]] = Counter()
-        self._fanout_pending: dict[tuple[str, int], tuple[float, str, str]] = {}
+        # Moves waiting for their first local subscriber to deliver them (fan-out latency); moves
+        # nobody here watches are dropped oldest first.
+        self._fanout_pending: OrderedDict[tuple[str, int], tuple[float, str, str]] = OrderedDict()
         self._wake = asyncio.Event()
         self._fires: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
@@ -341,7 +343,7 @@ class RoomService:
                     )
                     self._fanout_pending[(room_id, doc.last_seq)] = (received, mode, step.source)
                     if len(self._fanout_pending) > 50_000:
-                        self._fanout_pending.clear()
+                        self._fanout_pending.popitem(last=False)
                 self._count_outcomes(doc, step)
                 self._wake.set()
                 return loaded, step
