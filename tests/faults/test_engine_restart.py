@@ -29,6 +29,9 @@ from tests.faults.tables import open_table
 
 ROOMS = 3
 
+# Three lives: every player gets its first moves in before anyone can be knocked out, whatever the deal.
+LONG_GAME: dict[str, object] = {"lives": 3}
+
 
 @pytest.fixture
 def services(tmp_path: Path):
@@ -48,7 +51,10 @@ async def test_engine_crash_gives_engine_unavailable_then_play_resumes(
     services: tuple[Service, Service, Service], http: aiohttp.ClientSession
 ) -> None:
     engine, session, gateway = services
-    tables = [await open_table(http, lambda: gateway.http_port, humans=2, bots=1) for _ in range(ROOMS)]
+    tables = [
+        await open_table(http, lambda: gateway.http_port, humans=2, bots=1, options=LONG_GAME)
+        for _ in range(ROOMS)
+    ]
     everyone: list[WsPlayer] = [p for _, players in tables for p in players]
     for player in everyone:
         player.retry_delay_s = 0.3

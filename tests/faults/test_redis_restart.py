@@ -28,6 +28,9 @@ from tests.faults.tables import open_table
 
 ROOMS = 3
 
+# Three lives: every player gets its first moves in before anyone can be knocked out, whatever the deal.
+LONG_GAME: dict[str, object] = {"lives": 3}
+
 
 @pytest.mark.parametrize("session_fate", ["kept", "killed"])
 async def test_redis_restart_loses_no_acknowledged_move(
@@ -43,7 +46,10 @@ async def test_redis_restart_loses_no_acknowledged_move(
     gateway.start()
     playing: list[asyncio.Task[None]] = []
     try:
-        tables = [await open_table(http, lambda: gateway.http_port, humans=2, bots=1) for _ in range(ROOMS)]
+        tables = [
+            await open_table(http, lambda: gateway.http_port, humans=2, bots=1, options=LONG_GAME)
+            for _ in range(ROOMS)
+        ]
         everyone: list[WsPlayer] = [p for _, players in tables for p in players]
         for player in everyone:
             player.retry_delay_s = 0.3
