@@ -80,6 +80,14 @@ def _checked(request: object, domain: str, on_refusal: OnRefusal) -> None:
         raise malformed_request(domain, request.error)
 
 
+def _serialize(message: Message | bytes) -> bytes:
+    # A handler may hand over a response it has already serialized (e.g. assembled from cached
+    # parts for many streams); it goes out as it is.
+    if isinstance(message, bytes):
+        return message
+    return message.SerializeToString()
+
+
 def _method_handler(
     behavior: Callable[..., Any],
     client_streaming: bool,
@@ -90,7 +98,7 @@ def _method_handler(
 ) -> grpc.RpcMethodHandler[Any, Any]:
     kw: dict[str, Any] = {
         "request_deserializer": lenient(request_type),
-        "response_serializer": lambda message: message.SerializeToString(),
+        "response_serializer": _serialize,
     }
 
     async def checked_stream(requests: AsyncIterable[Any]) -> AsyncIterator[Any]:

@@ -547,7 +547,8 @@ class Connection:
         while not self._closing and self.binding is binding:
             try:
                 stream = self.session.Subscribe(
-                    spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq), metadata=self._meta()
+                    spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True),
+                    metadata=self._meta(),
                 )
                 async for item in stream:
                     await self._on_stream_item(binding, item)
@@ -570,42 +571,51 @@ class Connection:
 
     async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
         which = item.WhichOneof("item")
-        if which == "event":
-            ev = item.event
-            if ev.seq <= self.last_seq:
-                return  # already delivered before a resubscribe
-            self.last_seq = ev.seq
-            kind = ev.WhichOneof("kind")
-            if kind == "game":
-                source = ""
-                payload = ev.game.WhichOneof("payload")
-                if payload == "card_played":
-                    pid = ev.game.card_played.player_id
-                    source = "timeout" if pid in self._timed_out else "bot" if pid in self._bots else "player"
-                    self._timed_out.discard(pid)
-                elif payload == "game_finished":
-                    self._finished = True
-                self.deliver(
-                    Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=source)))
-                )
-            elif kind == "timeout_applied":
-                self._timed_out.add(ev.timeout_applied.player_id)
+        if which == "batch":
+            for ev in item.batch.events:
+                self._on_event(ev)
+            if item.batch.HasField("view"):
+                await self._on_view(binding, item.batch.view)
+        elif which == "event":
+            self._on_event(item.event)
         elif which == "view":
-            update = item.view
-            if update.HasField("room"):
-                self._send_room(update.room, None)
-            else:
-                room = await self.session.GetRoom(
-                    spb.GetRoomRequest(room_id=binding.room_id),
-                    metadata=self._meta(),
-                    timeout=SESSION_TIMEOUT_S,
-                )
-                self._send_room(room.room, None)
-            if update.HasField("view"):
-                self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))
+            await self._on_view(binding, item.view)
         elif which == "snapshot":
             self.last_seq = max(self.last_seq, item.snapshot.seq)
             self.deliver(Outgoing(gw.ServerMessage(snapshot=item.snapshot)))
+
+    def _on_event(self, ev: spb.RoomEvent) -> None:
+        if ev.seq <= self.last_seq:
+            return  # already delivered before a resubscribe
+        self.last_seq = ev.seq
+        kind = ev.WhichOneof("kind")
+        if kind == "game":
+            source = ""
+            payload = ev.game.WhichOneof("payload")
+            if payload == "card_played":
+                pid = ev.game.card_played.player_id
+                source = "timeout" if pid in self._timed_out else "bot" if pid in self._bots else "player"
+                self._timed_out.discard(pid)
+            elif payload == "game_finished":
+                self._finished = True
+            self.deliver(
+                Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=source)))
+            )
+        elif kind == "timeout_applied":
+            self._timed_out.add(ev.timeout_applied.player_id)
+
+    async def _on_view(self, binding: Binding, update: spb.ViewUpdate) -> None:
+        if update.HasField("room"):
+            self._send_room(update.room, None)
+        else:
+            room = await self.session.GetRoom(
+                spb.GetRoomRequest(room_id=binding.room_id),
+                metadata=self._meta(),
+                timeout=SESSION_TIMEOUT_S,
+            )
+            self._send_room(room.room, None)
+        if update.HasField("view"):
+            self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))
 
 
 async def _reap(task: asyncio.Task[None]) -> None:

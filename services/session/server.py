@@ -122,13 +122,18 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         except ServiceError as err:
             await self._refuse(context, err)
 
-    async def Subscribe(
+    async def Subscribe(  # type: ignore[override]  # also yields pre-serialized bytes
         self, request: pb.SubscribeRequest, context: Context
-    ) -> AsyncIterator[pb.SubscribeResponse]:
-        bind_rpc_fields(room_id=request.token.partition(".")[0][:16], after_seq=request.after_seq)
+    ) -> AsyncIterator[pb.SubscribeResponse | bytes]:
+        bind_rpc_fields(
+            room_id=request.token.partition(".")[0][:16], after_seq=request.after_seq, batched=request.batched
+        )
         lang = lang_from_metadata(context.invocation_metadata())
         try:
-            async for item in self.rooms.subscribe(request.token, request.after_seq, lang):
+            # Batched items come as serialized SubscribeResponse bytes; the serializer passes them on.
+            async for item in self.rooms.subscribe(
+                request.token, request.after_seq, lang, batched=request.batched
+            ):
                 yield item
         except ServiceError as err:
             await self._refuse(context, err)

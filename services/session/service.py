@@ -209,6 +209,64 @@ def _visible(event: StoredEvent, viewer: str | None) -> bool:
     return viewer != event.player_id
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    """One length-delimited protobuf field: ``tag`` (already encoded), length, ``payload``."""
+    return tag + _varint(len(payload)) + payload
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _batch_end(payload: bytes) -> bool:
+    """``RoomEvent.batch_end`` of a serialized event, read without parsing the whole event.
+
+    Walks the top-level fields (field 3 is ``batch_end``) and skips the others by their wire type.
+    """
+    pos, size, found = 0, len(payload), False
+    while pos < size:
+        key, pos = _read_varint(payload, pos)
+        wire = key & 7
+        if wire == 0:
+            value, pos = _read_varint(payload, pos)
+            if key >> 3 == 3:
+                found = value != 0
+        elif wire == 2:
+            length, pos = _read_varint(payload, pos)
+            pos += length
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:  # groups are not used by these messages
+            raise ValueError(f"unexpected wire type {wire} in a stored event")
+    return found
+
+
+# Encoded tags of the length-delimited fields a batched Subscribe message is made of. A batch is
+# assembled from bytes that are already serialized (the stored events, the cached view), so
+# a subscriber costs a concatenation, not a parse and a serialization of every event and view.
+_TAG_BATCH = b"\x2a"  # SubscribeResponse.batch = 5
+_TAG_BATCH_EVENT = b"\x0a"  # EventBatch.events = 1
+_TAG_BATCH_VIEW = b"\x12"  # EventBatch.view = 2
+
+
 class RoomService:
     """Transport-agnostic session logic; :mod:`services.session.server` exposes it over gRPC."""
 
@@ -243,6 +301,9 @@ class RoomService:
         self._cache_size = 20_000
         # View messages of recent room versions, per (room, version, viewer, lang), and their room part.
         self._views: OrderedDict[tuple[str, int, str | None, Lang], pb.SubscribeResponse] = OrderedDict()
+        self._view_bytes: OrderedDict[tuple[str, int, str | None, Lang], bytes] = OrderedDict()
+        # Hidden stand-ins of events, shared by every subscriber who may not see them.
+        self._hidden: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._public_rooms: OrderedDict[tuple[str, int], pb.Room] = OrderedDict()
         self._views_size = 4096
         self._presence: Counter[tuple[str, str]] = Counter()
@@ -797,17 +858,65 @@ class RoomService:
             self._views.popitem(last=False)
         return message
 
-    async def _view_update(
-        self, room_id: str, seq: int, viewer: str | None, lang: Lang
-    ) -> pb.SubscribeResponse | None:
+    async def _current(self, room_id: str, seq: int) -> Loaded | None:
+        """The room as of event ``seq``, or None when a newer move is already stored."""
         loaded = self._cache.get(room_id)
         if loaded is None or loaded.doc.last_seq < seq:
             loaded = await self.load(room_id, fresh=True)
         if loaded.doc.last_seq != seq:
             return None  # a newer move is already stored: its own batch end brings the view
-        return self._view_message(loaded, viewer, lang)
+        return loaded
 
-    async def subscribe(self, token: str, after_seq: int, lang: Lang) -> AsyncIterator[pb.SubscribeResponse]:
+    async def _view_update(
+        self, room_id: str, seq: int, viewer: str | None, lang: Lang
+    ) -> pb.SubscribeResponse | None:
+        loaded = await self._current(room_id, seq)
+        return None if loaded is None else self._view_message(loaded, viewer, lang)
+
+    async def _view_update_bytes(
+        self, room_id: str, seq: int, viewer: str | None, lang: Lang
+    ) -> bytes | None:
+        """The serialized ``ViewUpdate`` after event ``seq``, built once per (version, viewer, lang)."""
+        loaded = await self._current(room_id, seq)
+        if loaded is None:
+            return None
+        key = (room_id, loaded.record.version, viewer, lang)
+        encoded = self._view_bytes.get(key)
+        if encoded is None:
+            encoded = self._view_bytes[key] = self._view_message(
+                loaded, viewer, lang
+            ).view.SerializeToString()
+            while len(self._view_bytes) > self._views_size:
+                self._view_bytes.popitem(last=False)
+        return encoded
+
+    def _event_bytes(self, room_id: str, stored: StoredEvent, viewer: str | None) -> bytes:
+        """The serialized ``RoomEvent`` ``viewer`` gets for ``stored``: as stored, or its hidden stand-in."""
+        if _visible(stored, viewer):
+            return stored.payload
+        key = (room_id, stored.seq)
+        hidden = self._hidden.get(key)
+        if hidden is None:
+            hidden = self._hidden[key] = self._filtered(stored, viewer).SerializeToString()
+            while len(self._hidden) > self._views_size:
+                self._hidden.popitem(last=False)
+        return hidden
+
+    def _fanned_out(self, room_id: str, seq: int) -> None:
+        pending = self._fanout_pending.pop((room_id, seq), None)
+        if pending is not None:
+            started, mode, source = pending
+            self.metrics.move_duration.labels(mode, source, "fanout").observe(time.perf_counter() - started)
+
+    async def subscribe(
+        self, token: str, after_seq: int, lang: Lang, *, batched: bool = False
+    ) -> AsyncIterator[pb.SubscribeResponse | bytes]:
+        """The room's events after ``after_seq``, then live ones, for the token's holder.
+
+        Unbatched, every event and every view is its own message. Batched, each move arrives as
+        one ``batch`` item, yielded as its serialized bytes (assembled from the stored event
+        payloads and the cached view), which the server's serializer passes through.
+        """
         room_id = rooms.token_room(token)
         loaded = await self.load(room_id, fresh=True)
         caller = rooms.identify(loaded.doc, token)
@@ -817,9 +926,14 @@ class RoomService:
         if after_seq > last or after_seq + 1 < oldest:
             # Unknown future or a gap we no longer hold: a snapshot replaces the client's state.
             yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
-            update = await self._view_update(room_id, last, viewer, lang)
-            if update is not None:
-                yield update
+            if batched:
+                view = await self._view_update_bytes(room_id, last, viewer, lang)
+                if view is not None:
+                    yield _field(_TAG_BATCH, _field(_TAG_BATCH_VIEW, view))
+            else:
+                update = await self._view_update(room_id, last, viewer, lang)
+                if update is not None:
+                    yield update
             after_seq = last
         self.metrics.subscribers.inc()
         presence_key = (room_id, viewer or "")
@@ -832,14 +946,19 @@ class RoomService:
         # next write on it fails, which ends this generator.
         queue: asyncio.Queue[StoredEvent | BaseException | None] = asyncio.Queue(maxsize=1000)
         pump = asyncio.create_task(self._pump(room_id, after_seq, queue))
+        parts: list[bytes] = []  # the batched events of the move being assembled
         try:
             catching_up_to = last
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), self.stream_heartbeat_s)
-                except TimeoutError:
-                    yield pb.SubscribeResponse(heartbeat=pb.Heartbeat(at_ms=now_ms()))
-                    continue
+                if queue.empty():
+                    try:
+                        async with asyncio.timeout(self.stream_heartbeat_s):
+                            item = await queue.get()
+                    except TimeoutError:
+                        yield pb.SubscribeResponse(heartbeat=pb.Heartbeat(at_ms=now_ms()))
+                        continue
+                else:
+                    item = queue.get_nowait()
                 if item is None:
                     break
                 if isinstance(item, EventsTrimmed):
@@ -851,15 +970,23 @@ class RoomService:
                 if isinstance(item, BaseException):
                     raise item
                 stored = item
+                if batched:
+                    encoded = self._event_bytes(room_id, stored, viewer)
+                    parts.append(_field(_TAG_BATCH_EVENT, encoded))
+                    if not _batch_end(stored.payload):
+                        continue
+                    if stored.seq >= catching_up_to:
+                        self._fanned_out(room_id, stored.seq)
+                        view = await self._view_update_bytes(room_id, stored.seq, viewer, lang)
+                        if view is not None:
+                            parts.append(_field(_TAG_BATCH_VIEW, view))
+                    batch, parts = b"".join(parts), []
+                    yield _field(_TAG_BATCH, batch)
+                    continue
                 event = self._filtered(stored, viewer)
                 yield pb.SubscribeResponse(event=event)
                 if event.batch_end and stored.seq >= catching_up_to:
-                    pending = self._fanout_pending.pop((room_id, stored.seq), None)
-                    if pending is not None:
-                        started, mode, source = pending
-                        self.metrics.move_duration.labels(mode, source, "fanout").observe(
-                            time.perf_counter() - started
-                        )
+                    self._fanned_out(room_id, stored.seq)
                     update = await self._view_update(room_id, stored.seq, viewer, lang)
                     if update is not None:
                         yield update

@@ -658,19 +658,26 @@ class SubscribeRequest(_message.Message):
 
     TOKEN_FIELD_NUMBER: _builtins.int
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
+    BATCHED_FIELD_NUMBER: _builtins.int
     token: _builtins.str
     """A seat token or a spectator token."""
     after_seq: _builtins.int
     """The last event seq the client has seen (0 = from the start)."""
+    batched: _builtins.bool
+    """When true, every move (or room change) arrives as one `batch` item: its events and the
+    view after them. Fewer, larger messages for consumers that fan out to many clients, such
+    as the gateway. When false, each event and the view are separate items, as before.
+    """
     def __init__(
         self,
         *,
         token: _builtins.str = ...,
         after_seq: _builtins.int = ...,
+        batched: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_seq", b"after_seq", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_seq", b"after_seq", "batched", b"batched", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -944,6 +951,7 @@ class SubscribeResponse(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     SNAPSHOT_FIELD_NUMBER: _builtins.int
     HEARTBEAT_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> Global___RoomEvent: ...
     @_builtins.property
@@ -952,6 +960,10 @@ class SubscribeResponse(_message.Message):
     def snapshot(self) -> Global___Snapshot: ...
     @_builtins.property
     def heartbeat(self) -> Global___Heartbeat: ...
+    @_builtins.property
+    def batch(self) -> Global___EventBatch:
+        """Only when the request asked for `batched`."""
+
     def __init__(
         self,
         *,
@@ -959,16 +971,46 @@ class SubscribeResponse(_message.Message):
         view: Global___ViewUpdate | None = ...,
         snapshot: Global___Snapshot | None = ...,
         heartbeat: Global___Heartbeat | None = ...,
+        batch: Global___EventBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "event", b"event", "heartbeat", b"heartbeat", "item", b"item", "snapshot", b"snapshot", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["event", "view", "snapshot", "heartbeat"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["event", "view", "snapshot", "heartbeat", "batch"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
 Global___SubscribeResponse: _TypeAlias = SubscribeResponse  # noqa: Y015
+
+@_typing.final
+class EventBatch(_message.Message):
+    """One move (or room change) for a batched subscriber: its events, already filtered for the
+    subscriber (the last one has `batch_end`), then the view after them. `view` is unset when a
+    newer move was already stored: that move's own batch brings the view.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoomEvent]: ...
+    @_builtins.property
+    def view(self) -> Global___ViewUpdate: ...
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___RoomEvent] | None = ...,
+        view: Global___ViewUpdate | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventBatch: _TypeAlias = EventBatch  # noqa: Y015
 
 @_typing.final
 class GetResultRequest(_message.Message):
