@@ -5,14 +5,25 @@ The gateway's core works on ``ninetynine.gateway.v1`` messages only (``ClientMes
 gRPC transport sends them as they are; the WebSocket transport turns them into the JSON of
 docs/client-protocol.md here, once per message. JSON coming in has already passed the JSON
 Schema (:mod:`services.gateway.protocol`), so the client direction only maps names.
+
+Two outputs share one set of builders: :func:`server_json` gives plain dicts (tests check them
+against the schema), :func:`server_bytes` gives the frame itself. The frame is written by orjson,
+whose output for these values is the compact ``json.dumps(..., ensure_ascii=False)`` text byte
+for byte (tests/gateway/test_encoder_equivalence.py holds the two side by side). On the frame path
+the parts that recur unchanged in message after message (options, seats, recent plays, cards,
+actions) are serialized once per distinct protobuf encoding and spliced in as ``orjson.Fragment``:
+a player's view differs per player, so the whole-message cache of
+:mod:`services.gateway.encoding` cannot help there, but its parts repeat across viewers and moves.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, NamedTuple, TypeVar
 
+import orjson
+from google.protobuf.message import Message
 from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.v1 import session_service_pb2 as spb
@@ -28,6 +39,7 @@ __all__ = [
     "options_json",
     "room_json",
     "room_summary_json",
+    "server_bytes",
     "server_json",
     "server_text",
     "view_json",
@@ -117,6 +129,33 @@ def _round_or_none(msg: Any, field: str) -> int | None:
     return int(getattr(msg, field)) if msg.HasField(field) else None
 
 
+def player_json(p: view_pb2.PlayerView) -> dict[str, object]:
+    """One seat of a view as everyone sees it."""
+    return {
+        "id": p.id,
+        "name": p.name or p.id,
+        "seat": p.seat,
+        "handCount": p.hand_count,
+        "lives": p.lives,
+        "alive": p.alive,
+        "onBoard": p.on_board,
+        "livesLost": p.lives_lost,
+        "eliminatedAtRound": _round_or_none(p, "eliminated_at_round"),
+    }
+
+
+def record_json(r: state_pb2.PlayRecord) -> dict[str, object]:
+    """One of a view's recent plays."""
+    return {
+        "player": r.player_id,
+        "cardId": r.action.card_id,
+        "face": r.face,
+        "before": r.before,
+        "total": r.total,
+        "choice": choice_json(r.action),
+    }
+
+
 def result_json(result: game_pb2.GameResult) -> dict[str, object]:
     return {
         "ranking": [
@@ -135,16 +174,118 @@ def result_json(result: game_pb2.GameResult) -> dict[str, object]:
     }
 
 
+# -- parts that recur unchanged ----------------------------------------------------------------
+
+
+class _Parts(NamedTuple):
+    """How the sub-messages that recur unchanged across messages become JSON values: plain dicts
+    for :func:`server_json`, cached ``orjson.Fragment`` for :func:`server_bytes`."""
+
+    options: Callable[[game_pb2.Options], object]
+    card: Callable[[game_pb2.Card], object]
+    action: Callable[[game_pb2.Action], object]
+    choice: Callable[[game_pb2.Action], object]
+    player: Callable[[view_pb2.PlayerView], object]
+    record: Callable[[state_pb2.PlayRecord], object]
+
+
+_M = TypeVar("_M", bound=Message)
+
+
+class _Fragments(Generic[_M]):
+    """``build`` as pre-serialized JSON, kept per distinct wire encoding of the message.
+
+    The key is the message's own encoding and the fragment is built from the message parsed back
+    from that key, so a kept fragment is always exactly what ``build`` makes of its key. Encoding a
+    small message is one C call, cheaper than the field reads ``build`` makes. The oldest entry
+    goes first when full (no LRU bookkeeping on hits): the entries that matter are either young
+    (this move's seats and plays) or few (cards, actions, options). An OrderedDict because a plain
+    dict slows down when its oldest keys are deleted over and over (each lookup of the first key
+    walks over the holes left in front).
+    """
+
+    def __init__(self, cls: type[_M], build: Callable[[_M], dict[str, object]], max_entries: int) -> None:
+        self._cls = cls
+        self._build = build
+        self.max_entries = max_entries
+        self._entries: OrderedDict[bytes, orjson.Fragment] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, msg: _M) -> object:
+        key = msg.SerializeToString()
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = orjson.Fragment(orjson.dumps(self._build(self._cls.FromString(key))))
+            if len(self._entries) >= self.max_entries:
+                self._entries.popitem(last=False)
+            self._entries[key] = hit
+        return hit
+
+
+_DICTS = _Parts(options_json, card_json, action_json, choice_json, player_json, record_json)
+# Sizes: a room's recent plays and seats stay live for ~10 moves, so these hold a few thousand
+# rooms' worth; cards, actions and options come from small fixed sets.
+_FRAGMENTS = _Parts(
+    options=_Fragments(game_pb2.Options, options_json, 256).get,
+    card=_Fragments(game_pb2.Card, card_json, 1024).get,
+    action=_Fragments(game_pb2.Action, action_json, 4096).get,
+    choice=_Fragments(game_pb2.Action, choice_json, 4096).get,
+    player=_Fragments(view_pb2.PlayerView, player_json, 8192).get,
+    record=_Fragments(state_pb2.PlayRecord, record_json, 8192).get,
+)
+
+
+# -- events and views --------------------------------------------------------------------------
+
+
 def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
     """An engine event as ``Event.to_dict()`` writes it (``{"type": ..., **data}``)."""
+    return _event(event, source, _DICTS)
+
+
+def _event(event: events_pb2.Event, source: str, parts: _Parts) -> dict[str, object]:
     kind = event.WhichOneof("payload")
+    if kind == "card_played":  # the most frequent kinds first
+        p = event.card_played
+        played: dict[str, object] = {
+            "type": "cardPlayed",
+            "player": p.player_id,
+            "cardId": p.action.card_id,
+            "face": p.face,
+            "kind": _KIND.get(p.kind, "add"),
+            "before": p.before,
+            "total": p.total,
+            "choice": parts.choice(p.action),
+            "seq": p.seq,
+        }
+        if source:
+            played["source"] = source
+        return played
+    if kind == "turn_started":
+        t = event.turn_started
+        return {
+            "type": "turnStarted",
+            "player": t.player_id,
+            "total": t.total,
+            "direction": _DIRECTION.get(t.direction, 1),
+            "turnStartedAt": t.turn_started_at_ms,
+            "deadline": t.deadline_ms,
+        }
+    if kind == "card_drawn":
+        c = event.card_drawn
+        drawn: dict[str, object] = {"type": "cardDrawn", "player": c.player_id}
+        if c.HasField("card"):
+            drawn["card"] = parts.card(c.card)
+        return drawn
     if kind == "game_started":
         g = event.game_started
         return {
             "type": "gameStarted",
             "stateVersion": g.state_version,
             "mode": _MODE.get(g.mode, "kr-product"),
-            "options": options_json(g.options),
+            "options": parts.options(g.options),
             "seats": list(g.seats),
             "handSize": g.hand_size,
             "lives": g.lives,
@@ -153,11 +294,12 @@ def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
         }
     if kind == "hand_dealt":
         h = event.hand_dealt
+        card = parts.card
         return {
             "type": "handDealt",
             "player": h.player_id,
             "round": h.round,
-            "cards": [card_json(c) for c in h.cards],
+            "cards": [card(c) for c in h.cards],
         }
     if kind == "round_started":
         r = event.round_started
@@ -170,32 +312,6 @@ def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
             "handCounts": {c.player_id: c.count for c in r.hand_counts},
             "drawPileCount": r.draw_pile_count,
         }
-    if kind == "turn_started":
-        t = event.turn_started
-        return {
-            "type": "turnStarted",
-            "player": t.player_id,
-            "total": t.total,
-            "direction": _DIRECTION.get(t.direction, 1),
-            "turnStartedAt": t.turn_started_at_ms,
-            "deadline": t.deadline_ms,
-        }
-    if kind == "card_played":
-        p = event.card_played
-        played: dict[str, object] = {
-            "type": "cardPlayed",
-            "player": p.player_id,
-            "cardId": p.action.card_id,
-            "face": p.face,
-            "kind": _KIND.get(p.kind, "add"),
-            "before": p.before,
-            "total": p.total,
-            "choice": choice_json(p.action),
-            "seq": p.seq,
-        }
-        if source:
-            played["source"] = source
-        return played
     if kind == "direction_changed":
         d = event.direction_changed
         return {
@@ -203,12 +319,6 @@ def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
             "player": d.player_id,
             "direction": _DIRECTION.get(d.direction, 1),
         }
-    if kind == "card_drawn":
-        c = event.card_drawn
-        drawn: dict[str, object] = {"type": "cardDrawn", "player": c.player_id}
-        if c.HasField("card"):
-            drawn["card"] = card_json(c.card)
-        return drawn
     if kind == "reshuffled":
         return {"type": "reshuffled", "count": event.reshuffled.count, "total": event.reshuffled.total}
     if kind == "life_lost":
@@ -239,10 +349,15 @@ def event_json(event: events_pb2.Event, source: str = "") -> dict[str, object]:
 
 def view_json(view: view_pb2.GameView) -> dict[str, object]:
     """``player_view`` of the rules engine (spectators: the public view with ``viewer: null``)."""
+    return _view(view, _DICTS)
+
+
+def _view(view: view_pb2.GameView, parts: _Parts) -> dict[str, object]:
+    player, record, action = parts.player, parts.record, parts.action
     out: dict[str, object] = {
         "stateVersion": view.state_version,
         "mode": _MODE.get(view.mode, "kr-product"),
-        "options": options_json(view.options),
+        "options": parts.options(view.options),
         "seq": view.seq,
         "phase": _PHASE.get(view.phase, "playing"),
         "round": view.round,
@@ -251,34 +366,11 @@ def view_json(view: view_pb2.GameView) -> dict[str, object]:
         "current": view.current,
         "turnStartedAt": view.turn_started_at_ms,
         "deadline": view.deadline_ms,
-        "players": [
-            {
-                "id": p.id,
-                "name": p.name or p.id,
-                "seat": p.seat,
-                "handCount": p.hand_count,
-                "lives": p.lives,
-                "alive": p.alive,
-                "onBoard": p.on_board,
-                "livesLost": p.lives_lost,
-                "eliminatedAtRound": _round_or_none(p, "eliminated_at_round"),
-            }
-            for p in view.players
-        ],
+        "players": [player(p) for p in view.players],
         "eliminationOrder": list(view.elimination_order),
         "drawPileCount": view.draw_pile_count,
         "discardCount": view.discard_count,
-        "recentPlays": [
-            {
-                "player": r.player_id,
-                "cardId": r.action.card_id,
-                "face": r.face,
-                "before": r.before,
-                "total": r.total,
-                "choice": choice_json(r.action),
-            }
-            for r in view.recent_plays
-        ],
+        "recentPlays": [record(r) for r in view.recent_plays],
         "seedCommitment": view.seed_commitment,
     }
     if view.phase == state_pb2.PHASE_FINISHED:
@@ -291,11 +383,11 @@ def view_json(view: view_pb2.GameView) -> dict[str, object]:
     hand: list[dict[str, object]] = []
     for entry in view.hand:
         card: dict[str, object] = {
-            "card": card_json(entry.card),
+            "card": parts.card(entry.card),
             "playable": entry.playable,
             "choices": [
                 {
-                    "action": action_json(c.action),
+                    "action": action(c.action),
                     "result": c.result_total,
                     "legal": c.legal,
                     "reason": c.reason or None,
@@ -308,9 +400,7 @@ def view_json(view: view_pb2.GameView) -> dict[str, object]:
         hand.append(card)
     out["hand"] = hand
     out["myTurn"] = view.my_turn
-    out["legalPlays"] = [
-        {"action": action_json(p.action), "result": p.result_total} for p in view.legal_plays
-    ]
+    out["legalPlays"] = [{"action": action(p.action), "result": p.result_total} for p in view.legal_plays]
     return out
 
 
@@ -318,11 +408,15 @@ def view_json(view: view_pb2.GameView) -> dict[str, object]:
 
 
 def room_json(room: spb.Room) -> dict[str, object]:
+    return _room(room, _DICTS)
+
+
+def _room(room: spb.Room, parts: _Parts) -> dict[str, object]:
     return {
         "roomId": room.room_id,
         "phase": _ROOM_PHASE.get(room.phase, "waiting"),
         "hostId": room.host_player_id,
-        "options": options_json(room.options),
+        "options": parts.options(room.options),
         "seats": [
             {"playerId": s.player_id, "name": s.name or s.player_id, "bot": s.bot, "connected": s.connected}
             for s in room.seats
@@ -346,9 +440,13 @@ def room_summary_json(room: spb.Room) -> dict[str, object]:
 
 def replay_json(room_id: str, replay: spb.GetReplayResponse) -> dict[str, object]:
     """The finished game's log: every event once (a private event, not its redacted twin)."""
+    return _replay(room_id, replay, _DICTS)
+
+
+def _replay(room_id: str, replay: spb.GetReplayResponse, parts: _Parts) -> dict[str, object]:
     names = replay.display_names
     events = [
-        {"seq": e.seq, "event": event_json(e.game)}
+        {"seq": e.seq, "event": _event(e.game, "", parts)}
         for e in replay.events
         if e.WhichOneof("kind") == "game" and e.game.audience != events_pb2.AUDIENCE_EXCEPT
     ]
@@ -365,9 +463,21 @@ def replay_json(room_id: str, replay: spb.GetReplayResponse) -> dict[str, object
 
 def server_json(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> dict[str, object]:
     """A server message as the JSON object of the protocol (``reply_id`` echoes the client's id)."""
+    return _server(msg, reply_id, _DICTS)
+
+
+def _server(msg: gw.ServerMessage, reply_id: JsonId | None, parts: _Parts) -> dict[str, object]:
     kind = msg.WhichOneof("kind")
     body: dict[str, object]
-    if kind == "welcome":
+    if kind == "event":  # the most frequent kinds first
+        body = {"seq": msg.event.seq, "event": _event(msg.event.event, msg.event.source, parts)}
+    elif kind == "view":
+        body = {"seq": msg.view.seq, "view": _view(msg.view.view, parts)}
+    elif kind == "played":
+        body = {"clientSeq": msg.played.client_seq, "seq": msg.played.seq}
+    elif kind == "room":
+        body = {"room": _room(msg.room.room, parts)}
+    elif kind == "welcome":
         w = msg.welcome
         body = {
             "protocolVersion": w.protocol_version,
@@ -385,25 +495,17 @@ def server_json(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> dict[s
             "role": j.role,
             "host": j.host and not spectator,
         }
-    elif kind == "room":
-        body = {"room": room_json(msg.room.room)}
     elif kind == "rooms":
         body = {"rooms": [room_summary_json(r) for r in msg.rooms.rooms]}
-    elif kind == "event":
-        body = {"seq": msg.event.seq, "event": event_json(msg.event.event, msg.event.source)}
-    elif kind == "view":
-        body = {"seq": msg.view.seq, "view": view_json(msg.view.view)}
     elif kind == "snapshot":
         body = {
             "seq": msg.snapshot.seq,
             "reason": _SNAPSHOT_REASON.get(msg.snapshot.reason, "gapTooOld"),
         }
-    elif kind == "played":
-        body = {"clientSeq": msg.played.client_seq, "seq": msg.played.seq}
     elif kind == "left":
         body = {"roomId": msg.left.room_id}
     elif kind == "replay":
-        body = replay_json(msg.replay.room_id, msg.replay.replay)
+        body = _replay(msg.replay.room_id, msg.replay.replay, parts)
     elif kind == "pong":
         body = {}
     elif kind == "goodbye":
@@ -420,9 +522,28 @@ def server_json(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> dict[s
     return out
 
 
+# orjson writes integers in [-2**63, 2**64 - 1]; every protobuf integer field fits, a client id
+# is at most 2**53 - 1 (services.gateway.protocol.reply_id_of). Anything wider goes in as digits.
+_ORJSON_INT_MIN = -(2**63)
+_ORJSON_INT_MAX = 2**64 - 1
+
+
+def server_bytes(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> bytes:
+    """The WebSocket text frame's payload for ``msg``: compact JSON, UTF-8, non-ASCII unescaped.
+
+    Byte for byte ``json.dumps(server_json(msg, reply_id), ensure_ascii=False,
+    separators=(",", ":")).encode()``, built for a fraction of its cost.
+    """
+    out = _server(msg, reply_id, _FRAGMENTS)
+    if isinstance(reply_id, int) and not _ORJSON_INT_MIN <= reply_id <= _ORJSON_INT_MAX:
+        out["id"] = orjson.Fragment(int.__repr__(reply_id))  # json.dumps writes ints this way
+    return orjson.dumps(out)
+
+
 def server_text(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> str:
-    """The WebSocket text frame for ``msg`` (compact UTF-8 JSON)."""
-    return json.dumps(server_json(msg, reply_id), ensure_ascii=False, separators=(",", ":"))
+    """:func:`server_bytes` as ``str`` (the transports send the bytes; this is for callers that
+    want text)."""
+    return server_bytes(msg, reply_id).decode()
 
 
 _CLIENT_FIELDS = {
