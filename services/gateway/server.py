@@ -39,7 +39,7 @@ from services.common.logging import get_logger
 from services.common.metrics import start_metrics_server
 from services.common.runner import add_service_flags, run_service
 from services.gateway.connection import CLOSE_SHUTDOWN, Connection
-from services.gateway.convert import JsonId, server_text
+from services.gateway.convert import JsonId, server_bytes
 from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
@@ -64,10 +64,10 @@ class WebSocketTransport:
         self.texts = texts
 
     async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
-        if self.texts is None:
-            await self.ws.send_str(server_text(msg, reply_id))
-        else:
-            await self.ws.send_str(self.texts.text(msg, reply_id))
+        # The encoder gives the UTF-8 payload itself; send_frame sends it as the text frame that
+        # send_str would make of the decoded str, without the decode and the re-encode.
+        payload = server_bytes(msg, reply_id) if self.texts is None else self.texts.frame(msg, reply_id)
+        await self.ws.send_frame(payload, WSMsgType.TEXT)
 
     async def close(self, code: int) -> None:
         await self.ws.close(code=code)

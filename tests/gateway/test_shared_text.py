@@ -1,16 +1,16 @@
 """Pushed server messages are encoded once per audience: connections that get an equal message
-share one JSON text, which is exactly the text the converter gives for that message."""
+share one frame payload, which is exactly the payload the converter gives for that message."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from ninetynine.engine.v1 import events_pb2, game_pb2
+from ninetynine.engine.v1 import events_pb2, game_pb2, view_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.v1 import session_service_pb2 as spb
 
-from services.gateway.convert import server_text
+from services.gateway.convert import server_bytes
 from services.gateway.encoding import SharedServerText
 
 
@@ -27,39 +27,55 @@ def card_played(seq: int, source: str) -> gw.ServerMessage:
     return gw.ServerMessage(event=gw.EventPush(seq=seq, event=event, source=source))
 
 
-def test_equal_pushes_share_one_text_equal_to_the_converters() -> None:
+def view(viewer: str) -> gw.ServerMessage:
+    game_view = view_pb2.GameView(seq=9, total=50, viewer_id=viewer)
+    return gw.ServerMessage(view=gw.ViewPush(seq=9, view=game_view))
+
+
+def test_equal_pushes_share_one_frame_equal_to_the_converters() -> None:
     texts = SharedServerText()
     # Each connection's stream hands the gateway its own, equal, message object.
-    first, second = texts.text(room_update(2), None), texts.text(room_update(2), None)
+    first, second = texts.frame(room_update(2), None), texts.frame(room_update(2), None)
     assert first is second
-    assert first == server_text(room_update(2))
+    assert first == server_bytes(room_update(2))
     assert json.loads(first)["type"] == "room"
     assert (texts.hits, texts.misses) == (1, 1)
 
 
-def test_different_pushes_get_their_own_text() -> None:
+def test_different_pushes_get_their_own_frame() -> None:
     texts = SharedServerText()
-    assert texts.text(room_update(1), None) == server_text(room_update(1))
-    assert texts.text(room_update(2), None) == server_text(room_update(2))
-    # The same card seen as a player's move and as a timeout's: the source is part of the text.
-    assert json.loads(texts.text(card_played(7, "player"), None))["event"]["source"] == "player"
-    assert json.loads(texts.text(card_played(7, "timeout"), None))["event"]["source"] == "timeout"
+    assert texts.frame(room_update(1), None) == server_bytes(room_update(1))
+    assert texts.frame(room_update(2), None) == server_bytes(room_update(2))
+    # The same card seen as a player's move and as a timeout's: the source is part of the frame.
+    assert json.loads(texts.frame(card_played(7, "player"), None))["event"]["source"] == "player"
+    assert json.loads(texts.frame(card_played(7, "timeout"), None))["event"]["source"] == "timeout"
     assert texts.hits == 0
 
 
 def test_replies_keep_their_own_id() -> None:
     texts = SharedServerText()
-    texts.text(room_update(2), None)
-    with_id = texts.text(room_update(2), "req-7")
+    texts.frame(room_update(2), None)
+    with_id = texts.frame(room_update(2), "req-7")
     assert json.loads(with_id)["id"] == "req-7"
-    assert with_id == server_text(room_update(2), "req-7")
-    assert "id" not in json.loads(texts.text(room_update(2), None))
+    assert with_id == server_bytes(room_update(2), "req-7")
+    assert "id" not in json.loads(texts.frame(room_update(2), None))
+
+
+def test_a_players_own_view_is_not_kept_but_the_spectators_is() -> None:
+    texts = SharedServerText()
+    for _ in range(2):
+        assert texts.frame(view("p1"), None) == server_bytes(view("p1"))
+    assert (len(texts), texts.hits, texts.misses) == (0, 0, 0)
+    spectators = [texts.frame(view(""), None) for _ in range(2)]
+    assert spectators[0] is spectators[1] and spectators[0] == server_bytes(view(""))
+    assert json.loads(spectators[0])["view"]["viewer"] is None
+    assert (len(texts), texts.hits, texts.misses) == (1, 1, 1)
 
 
 def test_the_cache_is_bounded() -> None:
     texts = SharedServerText(max_entries=3)
     for seq in range(1, 10):
-        assert texts.text(card_played(seq, "player"), None) == server_text(card_played(seq, "player"))
+        assert texts.frame(card_played(seq, "player"), None) == server_bytes(card_played(seq, "player"))
     assert len(texts) == 3
     with pytest.raises(ValueError):
         SharedServerText(max_entries=0)
