@@ -36,6 +36,7 @@ __all__ = [
     "action_json",
     "client_from_json",
     "event_json",
+    "exact_copy",
     "options_json",
     "room_json",
     "room_summary_json",
@@ -192,6 +193,15 @@ class _Parts(NamedTuple):
 _M = TypeVar("_M", bound=Message)
 
 
+def exact_copy(data: bytes) -> bytes:
+    """``data`` in an allocation of its own size, for bytes from orjson that are kept.
+
+    ``orjson.dumps`` returns its whole work buffer (4 KiB for a small result) as the bytes object:
+    harmless for a frame sent and dropped, ~4 KiB per entry in a cache.
+    """
+    return bytes(memoryview(data))
+
+
 class _Fragments(Generic[_M]):
     """``build`` as pre-serialized JSON, kept per distinct wire encoding of the message.
 
@@ -217,7 +227,7 @@ class _Fragments(Generic[_M]):
         key = msg.SerializeToString()
         hit = self._entries.get(key)
         if hit is None:
-            hit = orjson.Fragment(orjson.dumps(self._build(self._cls.FromString(key))))
+            hit = orjson.Fragment(exact_copy(orjson.dumps(self._build(self._cls.FromString(key)))))
             if len(self._entries) >= self.max_entries:
                 self._entries.popitem(last=False)
             self._entries[key] = hit

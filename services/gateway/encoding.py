@@ -17,7 +17,7 @@ from typing import Final
 
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
-from services.gateway.convert import JsonId, server_bytes
+from services.gateway.convert import JsonId, exact_copy, server_bytes
 
 __all__ = ["SHARED_KINDS", "SharedServerText"]
 
@@ -53,7 +53,7 @@ class SharedServerText:
             self.hits += 1
             return frame
         self.misses += 1
-        frame = self._frames[key] = server_bytes(msg)
+        frame = self._frames[key] = exact_copy(server_bytes(msg))
         if len(self._frames) > self.max_entries:
             self._frames.popitem(last=False)
         return frame

@@ -12,6 +12,7 @@ unknown enum values, maps.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,6 +133,22 @@ def test_fragment_cache_is_bounded_and_rebuilds_what_it_dropped() -> None:
             assert orjson.dumps([fragment]) == orjson.dumps([convert.record_json(record)])
             assert len(cache) <= 3
     assert cache.get(records[-1]) is cache.get(records[-1])
+
+
+def test_kept_fragments_hold_their_size_not_orjsons_work_buffer() -> None:
+    # orjson returns its 4 KiB work buffer as the bytes of a small result; 500 kept records must
+    # not cost 2 MB.
+    cache = convert._Fragments(state_pb2.PlayRecord, convert.record_json, max_entries=1000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(500):
+            cache.get(state_pb2.PlayRecord(player_id="p1", face="7", before=i, total=i + 7))
+        per_entry = (tracemalloc.get_traced_memory()[0] - before) / 500
+    finally:
+        tracemalloc.stop()
+    assert len(cache) == 500
+    assert per_entry < 1024
 
 
 # -- arbitrary messages ------------------------------------------------------------------------

@@ -4,6 +4,7 @@ share one frame payload, which is exactly the payload the converter gives for th
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 from ninetynine.engine.v1 import events_pb2, game_pb2, view_pb2
@@ -79,3 +80,17 @@ def test_the_cache_is_bounded() -> None:
     assert len(texts) == 3
     with pytest.raises(ValueError):
         SharedServerText(max_entries=0)
+
+
+def test_kept_frames_hold_their_size_not_orjsons_work_buffer() -> None:
+    texts = SharedServerText(max_entries=1000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seq in range(1, 501):
+            texts.frame(card_played(seq, "bot"), None)
+        per_entry = (tracemalloc.get_traced_memory()[0] - before) / 500
+    finally:
+        tracemalloc.stop()
+    assert len(texts) == 500
+    assert per_entry < 1024
