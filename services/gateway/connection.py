@@ -55,6 +55,8 @@ CLOSE_SLOW = 4001
 
 SESSION_TIMEOUT_S = 10.0
 GOODBYE_TIMEOUT_S = 1.0
+# At most this many queued messages go out in one transport write.
+WRITE_BATCH_MAX = 64
 # Refusals after which a subscription is not retried.
 _FINAL_SUBSCRIBE_CODES = frozenset(
     {
@@ -73,6 +75,10 @@ class Transport(Protocol):
     protocol: str
 
     async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None: ...
+
+    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
+        """Send several messages in order, as one write where the transport can."""
+        ...
 
     async def close(self, code: int) -> None: ...
 
@@ -217,19 +223,30 @@ class Connection:
             self._close_soon("slowClient", CLOSE_SLOW)
 
     async def _send_now(self, out: Outgoing) -> None:
-        await self.transport.send(out.msg, out.reply_id)
-        kind = out.msg.WhichOneof("kind") or ""
-        self.metrics.messages.labels("out", kind).inc()
-        if out.play_received is not None and kind == "played":
-            self.metrics.move_duration.labels(self.transport.protocol).observe(
-                self.clock() - out.play_received
-            )
+        await self._send_batch([out])
+
+    async def _send_batch(self, batch: list[Outgoing]) -> None:
+        if len(batch) == 1:
+            await self.transport.send(batch[0].msg, batch[0].reply_id)
+        else:
+            await self.transport.send_many([(out.msg, out.reply_id) for out in batch])
+        for out in batch:
+            kind = out.msg.WhichOneof("kind") or ""
+            self.metrics.messages.labels("out", kind).inc()
+            if out.play_received is not None and kind == "played":
+                self.metrics.move_duration.labels(self.transport.protocol).observe(
+                    self.clock() - out.play_received
+                )
 
     async def _write_loop(self) -> None:
         while True:
-            out = await self._queue.get()
+            # Everything queued meanwhile (a move is several events, the room and the view) goes
+            # out together: one socket write instead of one per message.
+            batch = [await self._queue.get()]
+            while len(batch) < WRITE_BATCH_MAX and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             try:
-                await self._send_now(out)
+                await self._send_batch(batch)
             except (ConnectionError, OSError, RuntimeError, grpc.RpcError) as exc:
                 log.info("send failed; closing", protocol=self.transport.protocol, error=str(exc))
                 self._closing = True

@@ -179,6 +179,10 @@ class StalledTransport:
         self.sent.append(msg.WhichOneof("kind") or "")
         await self._never.wait()
 
+    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
+        self.sent.extend(msg.WhichOneof("kind") or "" for msg, _ in items)
+        await self._never.wait()
+
     async def close(self, code: int) -> None:
         self.closed_with = code
 
