@@ -15,6 +15,7 @@ uses keywords that mean the same in both (``_FAST_KEYWORDS``); it may be stricte
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -207,6 +208,18 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_METADATA_VALUE else text[: MAX_METADATA_VALUE - 1] + "…"
 
 
+# Cheap pre-check: a lone surrogate can only come from a \uD800-\uDFFF escape.
+_LONE_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _has_lone_surrogate(raw: object) -> bool:
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     """A text frame as ``(ClientMessage, reply_id)``; raises :class:`ProtocolError` otherwise."""
     try:
@@ -215,6 +228,11 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"not JSON: {exc}")}) from None
     if not isinstance(raw, dict):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "a message must be a JSON object"})
+    if _LONE_SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(raw):
+        # "\ud800" is valid JSON but no Unicode text: nothing could be echoed or stored from it.
+        raise ProtocolError(
+            "MALFORMED_MESSAGE", {"detail": "a string holds a lone surrogate (\\ud800-\\udfff)"}
+        )
     reply_id = reply_id_of(raw)
     kind = raw.get("type")
     if not isinstance(kind, str):

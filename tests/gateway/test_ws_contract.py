@@ -157,6 +157,12 @@ async def test_bad_frames_get_errors_and_the_connection_survives(
     assert invalid["reason"] == "MALFORMED_MESSAGE" and "clientSeq" in invalid["metadata"]["detail"]
     extra = await client.request({"type": "ping", "id": "e", "extra": True})
     assert extra["reason"] == "MALFORMED_MESSAGE"
+    # A lone surrogate is valid JSON but not text: refused, and the connection keeps answering.
+    await client.ws.send_str('{"type": "ping", "id": "\\ud800"}')
+    surrogate = await client.recv()
+    assert surrogate["reason"] == "MALFORMED_MESSAGE" and "surrogate" in surrogate["metadata"]["detail"]
+    await client.ws.send_str('{"type": "ping", "id": "\\ud83d\\ude00"}')  # an escaped pair is fine
+    assert await client.until(lambda m: m.get("id") == "😀") == {"type": "pong", "id": "😀"}
     await client.ws.send_bytes(b"\x00\x01")
     assert (await client.recv())["reason"] == "MALFORMED_MESSAGE"
     await client.send({"type": "ping", "pad": "x" * 5000})
