@@ -1,29 +1,82 @@
 """Simulated people at the table: WebSocket clients speaking docs/client-protocol.md.
 
-A :class:`Client` is one WebSocket connection (aiohttp). It answers nothing by itself except
-its own turn: when a ``view`` says ``myTurn``, it waits a jittered think time and plays a
-random entry of ``legalPlays`` (or, with a small probability, sits out the turn so the
-session's timeout fires). A :class:`Table` is one room's worth of clients -- a host who
-creates the room, players who join, optionally a bot seat and spectators -- that plays games
-back to back until the run stops. Everything a run reports is counted in :class:`Tally`.
+A :class:`Client` is one WebSocket connection (:mod:`bench.load.wsclient`). It answers nothing by
+itself except its own turn: when a ``view`` says ``myTurn``, it waits a jittered think time and
+plays a random entry of ``legalPlays`` (or, with a small probability, sits out the turn so the
+session's timeout fires). A :class:`Table` is one room's worth of clients -- a host who creates
+the room, players who join, optionally a bot seat and spectators -- that plays games back to back
+until the run stops. Everything a run reports is counted in :class:`Tally`.
+
+Cheap per frame, so that one process can drive 10,000 clients on the box under test: frames are
+handled in the socket's ``data_received`` callback (no reader task per client); ``event`` and
+``view`` frames, ~95 % of the traffic, are recognised by their prefix as the gateway writes them
+(``{"type":"event","seq":N,"event":{"type":"...``), so only their seq and event type are read, and
+a ``view`` is parsed in full only when it may be this client's turn; anything else (replies, room
+updates, a frame written differently) is parsed in full with orjson. A planned play is a timer
+(``loop.call_later``), not a sleeping task, and plays and keepalive pings are answered through
+callbacks instead of awaited futures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import functools
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
+import orjson
+
+from bench.load import wsclient
 
 REQUEST_TIMEOUT_S = 30.0
+# docs/client-protocol.md §6: a client pings when it sent nothing for heartbeatSeconds (announced in
+# welcome; the gateway drops a connection silent for 3 × that).
+DEFAULT_HEARTBEAT_S = 20.0
 
 Json = dict[str, Any]
+OnReply = Callable[[Json], None]
+
+# Stand-in replies for requests that got no answer, so every waiter is settled the same way.
+DISCONNECTED: Json = {"type": "error", "reason": "disconnected"}
+TIMED_OUT: Json = {"type": "error", "reason": "timeout"}
+
+# Prefixes of the pushed frames as the gateway writes them (compact JSON, "type" then "seq").
+_EVENT = b'{"type":"event","seq":'
+_EVENT_TYPE = b',"event":{"type":"'
+_VIEW = b'{"type":"view","seq":'
+_MY_TURN = b'"myTurn":true'
+# Event type names as they start at the offset peek_event gives (closing quote included).
+CARD_PLAYED = b'cardPlayed"'
+GAME_FINISHED = b'gameFinished"'
+
+
+def peek_event(data: bytes) -> tuple[int, int] | None:
+    """``(seq, offset of the event's type name)`` of an ``event`` frame, the rest unparsed; None
+    when ``data`` is not an event frame in the gateway's compact form (it is then parsed in full)."""
+    if not data.startswith(_EVENT):
+        return None
+    comma = data.find(b",", len(_EVENT))
+    digits = data[len(_EVENT) : comma]
+    if comma < 0 or not digits.isdigit() or not data.startswith(_EVENT_TYPE, comma):
+        return None
+    return int(digits), comma + len(_EVENT_TYPE)
+
+
+def peek_view(data: bytes) -> tuple[int, bool] | None:
+    """``(seq, may be my turn)`` of a ``view`` frame without parsing it; None as for :func:`peek_event`.
+    "May be": the text contains ``"myTurn":true``, the full parse then decides."""
+    if not data.startswith(_VIEW):
+        return None
+    comma = data.find(b",", len(_VIEW))
+    digits = data[len(_VIEW) : comma]
+    if comma < 0 or not digits.isdigit():
+        return None
+    return int(digits), _MY_TURN in data
 
 
 class RequestFailed(Exception):
@@ -59,106 +112,147 @@ class Behaviour:
     reconnects_per_minute: float = 0.02  # per seated client: drop the socket and resume
 
 
+def _settle(future: asyncio.Future[Json], reply: Json) -> None:
+    if not future.done():
+        future.set_result(reply)
+
+
 class Client:
     """One WebSocket connection and the identity it is bound to."""
 
-    def __init__(
-        self,
-        http: aiohttp.ClientSession,
-        url: str,
-        name: str,
-        tally: Tally,
-        behaviour: Behaviour,
-        rng: random.Random,
-    ) -> None:
-        self.http = http
+    __slots__ = (
+        "_loop",
+        "_next_id",
+        "_pending",
+        "_planned_move",
+        "_play_timer",
+        "behaviour",
+        "client_seq",
+        "heartbeat_s",
+        "last_sent",
+        "last_seq",
+        "name",
+        "player_id",
+        "rng",
+        "table",
+        "tally",
+        "token",
+        "url",
+        "ws",
+    )
+
+    def __init__(self, url: str, name: str, tally: Tally, behaviour: Behaviour, rng: random.Random) -> None:
         self.url = url
         self.name = name
         self.tally = tally
         self.behaviour = behaviour
         self.rng = rng
-        self.ws: aiohttp.ClientWebSocketResponse | None = None
+        self.ws: wsclient.WsProtocol | None = None
         self.table: Table | None = None
         self.token = ""
         self.player_id: str | None = None
         self.last_seq = 0
         self.client_seq = 0
         self.last_sent = 0.0
+        self.heartbeat_s = DEFAULT_HEARTBEAT_S
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
-        self._pending: dict[int, asyncio.Future[Json]] = {}
-        self._reader: asyncio.Task[None] | None = None
+        # message id -> (what to do with the reply, monotonic deadline for keepalive() to expire it)
+        self._pending: dict[int, tuple[OnReply, float]] = {}
         self._planned_move: int | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._play_timer: asyncio.TimerHandle | None = None
 
     # -- transport ---------------------------------------------------------------------------
 
     async def connect(self) -> None:
-        self.ws = await self.http.ws_connect(self.url, autoping=True, max_msg_size=1 << 20)
-        self._reader = asyncio.create_task(self._read_loop(self.ws))
-        await self.request("hello", lang="en", client="bench.load")
+        self._loop = asyncio.get_running_loop()
+        self.ws = await wsclient.connect(self.url, self._on_text, self._lost, REQUEST_TIMEOUT_S)
+        welcome = await self.request("hello", lang="en", client="bench.load")
+        self.heartbeat_s = float(welcome.get("heartbeatSeconds") or DEFAULT_HEARTBEAT_S)
 
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self.ws is not None:
-            await self.ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
+    def close(self) -> None:
+        """Close the socket (if any); every request still waiting is settled as disconnected."""
+        self._cancel_play()
+        ws, self.ws = self.ws, None
+        if ws is not None:
+            ws.close()
+        self._fail_pending()
 
-    async def request(self, kind: str, **fields: object) -> Json:
+    def _lost(self, ws: wsclient.WsProtocol) -> None:
+        if ws is self.ws:  # an older socket, replaced by reconnect(), was settled by close()
+            self.ws = None
+            self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for on_reply, _ in pending.values():
+            on_reply(DISCONNECTED)
+
+    def _send(self, kind: str, on_reply: OnReply, timeout_s: float, **fields: object) -> int | None:
+        """Send one request whose reply goes to ``on_reply``; its id, or None when not connected."""
         ws = self.ws
-        if ws is None or ws.closed:
-            raise RequestFailed("disconnected")
+        if ws is None or not ws.open:
+            return None
         self._next_id += 1
         msg_id = self._next_id
-        future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
+        now = time.monotonic()
+        self._pending[msg_id] = (on_reply, now + timeout_s)
+        self.last_sent = now
+        if not ws.send_text(orjson.dumps({"type": kind, "id": msg_id, **fields})):
+            del self._pending[msg_id]
+            return None
+        return msg_id
+
+    async def request(self, kind: str, **fields: object) -> Json:
+        """Send and wait for the reply; raises :class:`RequestFailed` on an error or no answer."""
+        loop = self._loop or asyncio.get_running_loop()
+        future: asyncio.Future[Json] = loop.create_future()
+        # No deadline in _pending: wait_for bounds this one and removes it.
+        msg_id = self._send(kind, functools.partial(_settle, future), float("inf"), **fields)
+        if msg_id is None:
+            raise RequestFailed("disconnected")
         try:
-            self.last_sent = time.monotonic()
-            await ws.send_str(json.dumps({"type": kind, "id": msg_id, **fields}))
             reply = await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
         except TimeoutError:
             raise RequestFailed("timeout") from None
-        except (ConnectionError, aiohttp.ClientError):
-            raise RequestFailed("disconnected") from None
         finally:
             self._pending.pop(msg_id, None)
         if reply["type"] == "error":
             raise RequestFailed(str(reply.get("reason", "error")))
         return reply
 
-    async def _read_loop(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+    # -- received frames -----------------------------------------------------------------------
+
+    def _on_text(self, data: bytes) -> None:
         try:
-            async for frame in ws:
-                if frame.type != aiohttp.WSMsgType.TEXT:
-                    break
-                message: Json = json.loads(frame.data)
-                reply_to = message.get("id")
-                if isinstance(reply_to, int) and reply_to in self._pending:
-                    future = self._pending[reply_to]
-                    if not future.done():
-                        future.set_result(message)
-                    continue
-                self._on_push(message)
-        finally:
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionResetError("socket closed"))
-
-    # -- pushed messages -----------------------------------------------------------------------
-
-    def _on_push(self, message: Json) -> None:
-        kind = message["type"]
-        table = self.table
-        if kind == "event":
-            seq = int(message["seq"])
-            if seq <= self.last_seq:
-                self.tally.duplicate_events += 1  # the server must send only seq > afterSeq
+            event = peek_event(data)
+            if event is not None:
+                self._on_event(event[0], data, event[1])
                 return
-            self.last_seq = seq
-            if table is not None:
-                table.saw_event(seq, message["event"])
+            view = peek_view(data)
+            if view is not None:
+                seq, maybe_mine = view
+                if seq > self.last_seq:
+                    self.last_seq = seq
+                if maybe_mine:
+                    self._on_view(orjson.loads(data)["view"])
+                return
+            self._on_message(orjson.loads(data))
+        except (ValueError, KeyError, TypeError):
+            self.tally.errors["frame:unreadable"] += 1
+
+    def _on_message(self, message: Json) -> None:
+        """A frame parsed in full: a reply to one of our requests, or a push."""
+        reply_to = message.get("id")
+        if isinstance(reply_to, int):
+            waiter = self._pending.pop(reply_to, None)
+            if waiter is not None:
+                waiter[0](message)
+                return
+        kind = message.get("type")
+        if kind == "event":
+            name = str(message["event"].get("type", "")).encode() + b'"'
+            self._on_event(int(message["seq"]), name, 0)
         elif kind == "view":
             self.last_seq = max(self.last_seq, int(message["seq"]))
             self._on_view(message["view"])
@@ -166,6 +260,17 @@ class Client:
             self.last_seq = int(message["seq"])
         elif kind == "goodbye":
             self.tally.errors[f"goodbye:{message.get('reason')}"] += 1
+
+    def _on_event(self, seq: int, text: bytes, name_at: int) -> None:
+        """An event with room seq ``seq`` whose type name starts at ``text[name_at:]``."""
+        if seq <= self.last_seq:
+            self.tally.duplicate_events += 1  # the server must send only seq > afterSeq
+            return
+        self.last_seq = seq
+        table = self.table
+        if table is not None and seq > table.counted_seq:  # else another client counted it
+            played = text.startswith(CARD_PLAYED, name_at)
+            table.count(seq, played, not played and text.startswith(GAME_FINISHED, name_at))
 
     def _on_view(self, view: Json) -> None:
         if view.get("phase") != "playing" or not view.get("myTurn"):
@@ -180,26 +285,37 @@ class Client:
         if not plays:
             return
         action = self.rng.choice(plays)["action"]
-        self._spawn(self._play_later(move, action))
+        self._cancel_play()
+        loop = self._loop or asyncio.get_running_loop()
+        think = self.rng.uniform(*self.behaviour.think_s)
+        self._play_timer = loop.call_later(think, self._play, move, action)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    # -- playing -------------------------------------------------------------------------------
 
-    async def _play_later(self, move: int, action: Json) -> None:
-        await asyncio.sleep(self.rng.uniform(*self.behaviour.think_s))
+    def _cancel_play(self) -> None:
+        if self._play_timer is not None:
+            self._play_timer.cancel()
+            self._play_timer = None
+
+    def _play(self, move: int, action: Json) -> None:
+        self._play_timer = None
         if self._planned_move != move:
             return
         self.client_seq += 1
         sent = time.perf_counter()
-        try:
-            await self.request("play", clientSeq=self.client_seq, action=action)
-        except RequestFailed as failed:
-            if failed.code != "disconnected":
-                self.tally.errors[f"play:{failed.code}"] += 1
+        on_reply = functools.partial(self._on_played, sent)
+        self._send("play", on_reply, REQUEST_TIMEOUT_S, clientSeq=self.client_seq, action=action)
+
+    def _on_played(self, sent: float, reply: Json) -> None:
+        if reply["type"] == "error":
+            if reply.get("reason") != "disconnected":
+                self.tally.errors[f"play:{reply.get('reason')}"] += 1
             return
         self.tally.move_latencies.append(time.perf_counter() - sent)
+
+    def _on_pong(self, reply: Json) -> None:
+        if reply["type"] == "error" and reply.get("reason") != "disconnected":
+            self.tally.errors[f"ping:{reply.get('reason')}"] += 1
 
     # -- binding -------------------------------------------------------------------------------
 
@@ -211,8 +327,7 @@ class Client:
         self._planned_move = None
 
     async def leave(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._cancel_play()
         try:
             await self.request("leaveRoom")
         except RequestFailed as failed:
@@ -223,24 +338,25 @@ class Client:
 
     async def reconnect(self) -> None:
         """Drop the socket without a goodbye and resume from the last seq seen."""
-        await self.close()
+        self.close()
         self.tally.reconnects += 1
         self._planned_move = None
         try:
             await self.connect()
             if self.token:
                 await self.request("resume", token=self.token, afterSeq=self.last_seq)
-        except (RequestFailed, aiohttp.ClientError, OSError) as exc:
+        except (RequestFailed, OSError) as exc:
             self.tally.errors[f"resume:{getattr(exc, 'code', type(exc).__name__)}"] += 1
 
-    async def keepalive(self) -> None:
-        """A ping when nothing was sent for a while, so the gateway's idle timer never fires."""
-        if time.monotonic() - self.last_sent > 10:
-            try:
-                await self.request("ping")
-            except RequestFailed as failed:
-                if failed.code != "disconnected":
-                    self.tally.errors[f"ping:{failed.code}"] += 1
+    def keepalive(self, now: float) -> None:
+        """Once a second: expire unanswered plays and pings, and ping when nothing was sent for a
+        while so the gateway's idle timer never fires."""
+        if self._pending:
+            expired = [msg_id for msg_id, (_, deadline) in self._pending.items() if deadline < now]
+            for msg_id in expired:
+                self._pending.pop(msg_id)[0](TIMED_OUT)
+        if now - self.last_sent > self.heartbeat_s:
+            self._send("ping", self._on_pong, REQUEST_TIMEOUT_S)
 
 
 class Table:
@@ -275,15 +391,13 @@ class Table:
     def seated(self) -> list[Client]:
         return [self.host, *self.joiners]
 
-    def saw_event(self, seq: int, event: Json) -> None:
+    def count(self, seq: int, card_played: bool, game_finished: bool) -> None:
+        """A room event seen for the first time by any of this table's clients."""
         self.last_event_at = time.monotonic()
-        if seq <= self.counted_seq:
-            return  # another client of this table already counted it
         self.counted_seq = seq
-        kind = event.get("type")
-        if kind == "cardPlayed":
+        if card_played:
             self.tally.moves += 1
-        elif kind == "gameFinished":
+        elif game_finished:
             self.tally.games_finished += 1
             self.finished.set()
 
