@@ -22,6 +22,7 @@ import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, cast
 
 import grpc
 import grpc.aio
@@ -70,6 +71,19 @@ def _text_frame(payload: bytes) -> bytes:
 _FRAME_LEN1 = struct.Struct("!BB").pack
 _FRAME_LEN2 = struct.Struct("!BBH").pack
 _FRAME_LEN3 = struct.Struct("!BBQ").pack
+
+
+class Socket(Protocol):
+    """What a batched write needs of the connection's transport (asyncio's or uvloop's)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+    def get_write_buffer_size(self) -> int: ...
+
+
+_SOCKET_METHODS = ("write", "is_closing", "get_write_buffer_size")
 # Above this much unsent output a batch waits for the socket to drain (a slow reader's own
 # queue then fills and the connection says goodbye with slowClient).
 WRITE_HIGH_WATER = 256 * 1024
@@ -83,7 +97,7 @@ class WebSocketTransport:
         self,
         ws: web.WebSocketResponse,
         texts: SharedServerText | None = None,
-        socket: asyncio.Transport | None = None,
+        socket: Socket | None = None,
     ) -> None:
         self.ws = ws
         self.texts = texts
@@ -112,7 +126,7 @@ class WebSocketTransport:
             await self._drained(socket)
 
     @staticmethod
-    async def _drained(socket: asyncio.Transport) -> None:
+    async def _drained(socket: Socket) -> None:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + DRAIN_WAIT_S
         while socket.get_write_buffer_size() > WRITE_HIGH_WATER:
@@ -144,9 +158,12 @@ class GrpcTransport:
         self.done.set()
 
 
-def _socket_of(request: web.Request) -> asyncio.Transport | None:
+def _socket_of(request: web.Request) -> Socket | None:
+    # uvloop's transports do not subclass asyncio.Transport: go by what is needed.
     transport = request.transport
-    return transport if isinstance(transport, asyncio.Transport) else None
+    if transport is None or not all(hasattr(transport, name) for name in _SOCKET_METHODS):
+        return None
+    return cast(Socket, transport)
 
 
 def _parse_grpc(request: gw.ConnectRequest) -> tuple[gw.ClientMessage, JsonId | None]:

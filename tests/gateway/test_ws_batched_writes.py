@@ -9,6 +9,7 @@ import asyncio
 import aiohttp
 import orjson
 import pytest
+import uvloop
 from aiohttp import web
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
@@ -31,8 +32,7 @@ def _messages() -> list[tuple[gw.ServerMessage, JsonId | None]]:
     ]
 
 
-@pytest.mark.parametrize("compress", [0, 15])
-async def test_a_batch_arrives_as_the_frames_of_its_messages(compress: int) -> None:
+async def _scenario(compress: int) -> None:
     items = _messages()
     sizes = [len(server_bytes(msg, reply_id)) for msg, reply_id in items]
     assert min(sizes) < 126 and any(126 <= s < 65536 for s in sizes) and max(sizes) >= 65536
@@ -40,7 +40,9 @@ async def test_a_batch_arrives_as_the_frames_of_its_messages(compress: int) -> N
     async def handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        transport = WebSocketTransport(ws, None, _socket_of(request))
+        socket = _socket_of(request)
+        assert socket is not None, f"no batched writes on {type(request.transport).__name__}"
+        transport = WebSocketTransport(ws, None, socket)
         await transport.send_many(items)
         await transport.send_many(items[:2])
         await ws.receive()  # the client closes
@@ -64,3 +66,13 @@ async def test_a_batch_arrives_as_the_frames_of_its_messages(compress: int) -> N
     expected = [server_bytes(msg, reply_id).decode() for msg, reply_id in items + items[:2]]
     assert received == expected
     assert orjson.loads(received[0]) == {"type": "pong", "id": "a"}
+
+
+@pytest.mark.parametrize("compress", [0, 15])
+async def test_a_batch_arrives_as_the_frames_of_its_messages(compress: int) -> None:
+    await _scenario(compress)
+
+
+def test_batched_writes_work_on_uvloop_transports_too() -> None:
+    # The services run on uvloop, whose transports are not asyncio.Transport subclasses.
+    uvloop.run(_scenario(0))
