@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
+    parser.add_argument(
+        "--idle",
+        action="store_true",
+        help="no games: connect and hello every client, bind them to waiting rooms, hold them "
+        "--duration seconds and report RSS growth per connection (gateway, session, generator)",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the summary and every second to PATH")
     return parser
 
@@ -57,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store=args.store,
         seed=args.seed,
         quiet=args.quiet,
+        idle=args.idle,
     )
     summary = run(cfg)
     if args.json:

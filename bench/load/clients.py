@@ -413,9 +413,9 @@ class Table:
                 self.playing = False
                 self.tally.rooms.pop(self.room_id, None)
 
-    async def _one_game(self, stop: asyncio.Event) -> None:
-        self.finished.clear()
-        self.counted_seq = 0
+    async def seat(self, *, bot: bool = True) -> None:
+        """Create the room and bind everyone to it: the host, the joiners, a bot in the 4th seat
+        when there are only 2 joiners (``bot``), then the spectators. No game is started."""
         created = await self.host.request(
             "createRoom", name=f"h{self.index}", seats=4, options={"turnSeconds": self.turn_seconds}
         )
@@ -425,10 +425,15 @@ class Table:
             joiner.bind(
                 self, await joiner.request("joinRoom", roomId=self.room_id, name=f"p{self.index}-{n}")
             )
-        if len(self.joiners) < 3:
+        if bot and len(self.joiners) < 3:
             await self.host.request("addBot")
         for spectator in self.spectators:
             spectator.bind(self, await spectator.request("spectate", roomId=self.room_id))
+
+    async def _one_game(self, stop: asyncio.Event) -> None:
+        self.finished.clear()
+        self.counted_seq = 0
+        await self.seat()
         self.last_event_at = time.monotonic()
         self.playing = True
         self.tally.rooms[self.room_id] = self

@@ -20,13 +20,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import aiohttp
 
 from bench.framework import percentile
-from bench.load.clients import Behaviour, Client, Table, Tally
+from bench.load.clients import Behaviour, Client, RequestFailed, Table, Tally
 from bench.load.stack import (
     REPO_ROOT,
     ProcSampler,
@@ -35,6 +36,7 @@ from bench.load.stack import (
     bucket_count,
     bucket_quantile,
     histogram_buckets,
+    open_files,
     read_proc,
 )
 from bench.servers import ServerProcess
@@ -45,6 +47,7 @@ MOVE_DURATION = "ninetynine_session_move_duration_seconds"
 # Session-side move stages scraped each second: received -> durable, received -> fanned out.
 STAGES = ("durable", "fanout")
 MB = 1024 * 1024
+T = TypeVar("T")
 
 
 @dataclass
@@ -65,6 +68,7 @@ class LoadConfig:
     store: str = "sqlite"
     seed: int = 7
     quiet: bool = False
+    idle: bool = False  # connect and seat only, no games: memory per idle connection (run_idle)
 
     @property
     def turn_deadline_s(self) -> float:
@@ -124,6 +128,31 @@ class Summary:
     room_kb: float | None = None
     connect_failures: int = 0
     seconds: list[Second] = field(default_factory=list)
+
+
+@dataclass
+class IdleSummary:
+    """``--idle``: what N connections cost while nothing is played (see :func:`run_idle`)."""
+
+    config: dict[str, Any]
+    clients: int = 0
+    rooms: int = 0
+    connected: int = 0
+    connect_failures: int = 0
+    connect_s: float = 0.0
+    seated: int = 0
+    seat_failures: int = 0
+    seat_s: float = 0.0
+    open_at_end: int = 0
+    # per process: soft open-files limit, and files open once everyone is seated
+    open_files_limit: dict[str, int | None] = field(default_factory=dict)
+    open_files_seated: dict[str, int | None] = field(default_factory=dict)
+    # stage ("before", "hello", "seated", "end") -> process -> RSS MB
+    rss_mb: dict[str, dict[str, float]] = field(default_factory=dict)
+    # stage ("hello": connected and greeted; "bound": the growth from seating) -> process -> KiB
+    kib_per_connection: dict[str, dict[str, float]] = field(default_factory=dict)
+    cpu_avg_hold: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
 
 
 def raise_open_files_limit() -> int:
@@ -394,6 +423,9 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
             return 0 if sample is None else sample.rss_bytes
 
         rss_before = rss("gateway")
+        # Keepalive from the start: with a long ramp the first clients would otherwise be silent
+        # for longer than the gateway's idle limit (3 × heartbeat = 60 s) before seating begins.
+        chaos = asyncio.create_task(_chaos(tables, cfg, stop, random.Random(cfg.seed + 1)))
         print(f"connecting {len(clients)} clients over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
         connect_tasks = await _paced(clients, cfg.ramp / 2, lambda c: _connect(c, tally))
         connected = await asyncio.gather(*connect_tasks)
@@ -402,8 +434,6 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
         rss_idle = {name: rss(name) for name in ("session", "gateway")}
         if clients:
             summary.idle_connection_kb = round((rss_idle["gateway"] - rss_before) / len(clients) / 1024, 1)
-        rng = random.Random(cfg.seed + 1)
-        chaos = asyncio.create_task(_chaos(tables, cfg, stop, rng))
         print(f"seating {len(tables)} rooms over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
         games = await _paced(tables, cfg.ramp / 2, lambda t: t.play_games(stop))
         # The clients, tables and connections live for the whole run: keep them out of the cyclic
@@ -470,21 +500,168 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
     return summary
 
 
-def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary:
+IDLE_PROCS = ("engine", "session", "gateway", "loadgen")
+IDLE_SETTLE_S = 2.0  # after each stage, before reading RSS: late replies and allocations land
+IDLE_LINE_EVERY_S = 5
+
+
+async def run_idle(cfg: LoadConfig, stack: Stack, out: TextIO) -> IdleSummary:
+    """Memory of idle connections: connect and ``hello`` every client over the first half of the
+    ramp, then bind them (create/join/spectate, no bot, no game) over the second half, then hold
+    them ``duration`` seconds with keepalive pings only. RSS of every process is read before, after
+    each stage and at the end; growth per connection is reported per stage (KiB)."""
+    summary = IdleSummary(config=asdict(cfg))
+    tally = Tally()
+    stop = asyncio.Event()
+    tables = build_tables(cfg, stack.ws_url, tally)
+    clients = [c for t in tables for c in t.clients]
+    summary.clients, summary.rooms = len(clients), len(tables)
+    pids = {**stack.pids(), "loadgen": os.getpid()}
+    for name, pid in pids.items():
+        summary.open_files_limit[name] = open_files(pid)[0]
+    limits = ", ".join(f"{n} {summary.open_files_limit.get(n)}" for n in ("loadgen", "gateway", "session"))
+    print(
+        f"idle: {len(clients)} clients, {len(tables)} rooms; open-files limit {limits}", file=out, flush=True
+    )
+
+    def rss_mb() -> dict[str, float]:
+        samples = {name: read_proc(pid) for name, pid in pids.items()}
+        return {name: round(s.rss_bytes / MB, 1) for name, s in samples.items() if s is not None}
+
+    def per_connection(after: dict[str, float], before: dict[str, float], n: int) -> dict[str, float]:
+        return {name: round((after[name] - before.get(name, 0.0)) * 1024 / max(1, n), 1) for name in after}
+
+    gc.collect()
+    summary.rss_mb["before"] = rss_mb()
+    chaos = asyncio.create_task(_chaos(tables, cfg, stop, random.Random(cfg.seed + 1)))  # keepalive
+    print(f"connecting {len(clients)} clients over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
+    began = time.monotonic()
+    connected = await asyncio.gather(*await _paced(clients, cfg.ramp / 2, lambda c: _connect(c, tally)))
+    summary.connect_s = round(time.monotonic() - began, 1)
+    summary.connected = connected.count(True)
+    summary.connect_failures = connected.count(False)
+    await asyncio.sleep(IDLE_SETTLE_S)
+    summary.rss_mb["hello"] = rss_mb()
+    print(
+        f"  {summary.connected} connected, {summary.connect_failures} failed, in {summary.connect_s} s",
+        file=out,
+        flush=True,
+    )
+
+    async def seat(table: Table) -> bool:
+        try:
+            await table.seat(bot=False)
+            return True
+        except RequestFailed as failed:
+            tally.errors[f"seat:{failed.code}"] += 1
+            return False
+
+    print(f"seating {len(tables)} rooms (no games) over {cfg.ramp / 2:.0f} s ...", file=out, flush=True)
+    began = time.monotonic()
+    seated = await asyncio.gather(*await _paced(tables, cfg.ramp / 2, seat))
+    summary.seat_s = round(time.monotonic() - began, 1)
+    summary.seated = sum(len(t.clients) for t, ok in zip(tables, seated, strict=True) if ok)
+    summary.seat_failures = seated.count(False)
+    await asyncio.sleep(IDLE_SETTLE_S)
+    summary.rss_mb["seated"] = rss_mb()
+    for name, pid in pids.items():
+        summary.open_files_seated[name] = open_files(pid)[1]
+    print(
+        f"  {summary.seated} bound in {summary.seat_s} s ({summary.seat_failures} rooms failed); "
+        f"files open: gateway {summary.open_files_seated.get('gateway')}, "
+        f"loadgen {summary.open_files_seated.get('loadgen')}",
+        file=out,
+        flush=True,
+    )
+
+    gc.collect()
+    tune_gc()
+    sampler = ProcSampler(pids)
+    cpu_sums: Counter[str] = Counter()
+    samples = 0
+    if not cfg.quiet:
+        print(f"{'t':>4} {'open':>6} {'err':>5}  cpu% engine/session/gateway/loadgen   rss MB", file=out)
+    began = time.monotonic()
+    for n in range(1, int(cfg.duration) + 1):
+        await asyncio.sleep(max(0.0, began + n - time.monotonic()))
+        if n % IDLE_LINE_EVERY_S and n != int(cfg.duration):
+            continue
+        procs = sampler.sample()
+        cpu_sums.update({name: cpu for name, (cpu, _) in procs.items()})
+        samples += 1
+        if not cfg.quiet:
+            still_open = sum(1 for c in clients if c.ws is not None and c.ws.open)
+            cpu = "/".join(f"{procs.get(p, (0.0, 0))[0]:.0f}" for p in IDLE_PROCS)
+            mem = "/".join(f"{procs.get(p, (0.0, 0))[1] / MB:.0f}" for p in IDLE_PROCS)
+            errors = sum(tally.errors.values())
+            print(f"{n:>4} {still_open:>6} {errors:>5}  {cpu:<34} {mem}", file=out, flush=True)
+    stop.set()
+    await chaos
+    summary.rss_mb["end"] = rss_mb()
+    summary.open_at_end = sum(1 for c in clients if c.ws is not None and c.ws.open)
+    summary.cpu_avg_hold = {name: round(total / max(1, samples), 1) for name, total in cpu_sums.items()}
+    summary.errors = dict(tally.errors)
+    rss = summary.rss_mb
+    summary.kib_per_connection = {
+        "hello": per_connection(rss["hello"], rss["before"], summary.connected),
+        "bound": per_connection(rss["seated"], rss["hello"], summary.seated),
+    }
+    for client in clients:
+        client.close()
+    return summary
+
+
+def print_idle_summary(s: IdleSummary, out: TextIO) -> None:
+    stages = ("before", "hello", "seated", "end")
+    lines = [
+        f"\n== idle: {s.clients} clients in {s.rooms} rooms, {s.config['duration']:.0f} s held ==",
+        f"connected {s.connected} ({s.connect_failures} failed, {s.connect_s} s), "
+        f"bound {s.seated} ({s.seat_failures} rooms failed, {s.seat_s} s), open at the end {s.open_at_end}",
+        f"{'RSS MB':<10}" + "".join(f"{stage:>9}" for stage in stages),
+    ]
+    for name in IDLE_PROCS:
+        lines.append(
+            f"  {name:<8}" + "".join(f"{s.rss_mb.get(st, {}).get(name, 0.0):>9.1f}" for st in stages)
+        )
+    for stage, label in (("hello", "connected + hello"), ("bound", "bound to a waiting room, extra")):
+        per = s.kib_per_connection.get(stage, {})
+        lines.append(
+            f"KiB per connection, {label}: " + ", ".join(f"{n} {per.get(n, 0.0)}" for n in IDLE_PROCS)
+        )
+    lines += [
+        "cpu % avg while holding " + ", ".join(f"{k} {v}" for k, v in s.cpu_avg_hold.items()),
+        "open files (limit): "
+        + ", ".join(
+            f"{n} {s.open_files_seated.get(n)} ({s.open_files_limit.get(n)})" for n in ("gateway", "loadgen")
+        ),
+        f"errors {sum(s.errors.values())} {s.errors or ''}",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
     """The whole run, services included; returns the summary (also printed)."""
     limit = raise_open_files_limit()
     # One socket per client here, and one per client in the gateway (its own process, the same
     # inherited limit); the rest is the services' and this process's other files.
     if cfg.players + 200 > limit:
         raise SystemExit(f"{cfg.players} clients need ~{cfg.players + 200} open files; the limit is {limit}")
+    stack_cfg = StackConfig(
+        turn_time_scale=cfg.turn_time_scale,
+        bot_think_ms=cfg.bot_think_ms,
+        log_level=cfg.log_level,
+        store=cfg.store,
+    )
+    if cfg.idle:
+        with Stack(stack_cfg) as stack:
+            try:
+                idle = _run_loop(run_idle(cfg, stack, out))
+            finally:
+                _report_exits(stack, out)
+        print_idle_summary(idle, out)
+        return idle
     with ServerProcess("engine") as echo_server:
         echo_port = echo_server.ports["echo"]
-        stack_cfg = StackConfig(
-            turn_time_scale=cfg.turn_time_scale,
-            bot_think_ms=cfg.bot_think_ms,
-            log_level=cfg.log_level,
-            store=cfg.store,
-        )
         floor = echo_once(echo_port, 3000)
         print(
             f"gRPC echo floor (64 B, loopback, idle): p50 {floor['p50_us']:.0f} µs, "
@@ -496,10 +673,7 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary:
             try:
                 summary = _run_loop(run_load(cfg, stack, echo_port, out))
             finally:
-                for name in ("engine", "session", "gateway"):
-                    code = stack.procs[name].poll()
-                    if code is not None:
-                        print(f"{name} exited with {code}:\n{stack.log_tail(name)}", file=out, flush=True)
+                _report_exits(stack, out)
     summary.echo_floor = floor
     if summary.p99_ms is not None:
         summary.p99_vs_echo_p99 = round(summary.p99_ms * 1000 / floor["p99_us"], 1)
@@ -507,12 +681,18 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary:
     return summary
 
 
-def _run_loop(coro: Any) -> Summary:
+def _report_exits(stack: Stack, out: TextIO) -> None:
+    for name in ("engine", "session", "gateway"):
+        code = stack.procs[name].poll()
+        if code is not None:
+            print(f"{name} exited with {code}:\n{stack.log_tail(name)}", file=out, flush=True)
+
+
+def _run_loop(coro: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop
     except ImportError:
-        result: Summary = asyncio.run(coro)
-        return result
+        return asyncio.run(coro)
     return uvloop.run(coro)  # type: ignore[no-any-return]
 
 

@@ -4,7 +4,8 @@
 points, production log level by default) on free loopback ports, with a fresh SQLite store in a
 temporary directory, waits until every port accepts connections and stops them (SIGTERM, then
 SIGKILL after a bound) on exit. :class:`ProcSampler` reads CPU time and RSS from ``/proc``;
-:func:`histogram_buckets` parses one Prometheus histogram out of a ``/metrics`` page.
+:func:`histogram_buckets` parses one Prometheus histogram out of a ``/metrics`` page;
+:func:`open_files` reads a process's open-files limit and count.
 """
 
 from __future__ import annotations
@@ -191,6 +192,24 @@ def read_proc(pid: int) -> ProcSample | None:
     # fields[0] is the state (field 3 of stat); utime and stime are fields 14 and 15.
     cpu = (int(fields[11]) + int(fields[12])) / _TICKS
     return ProcSample(cpu, rss_pages * _PAGE, time.monotonic())
+
+
+def open_files(pid: int) -> tuple[int | None, int | None]:
+    """(soft open-files limit, files open now) of ``pid`` from ``/proc``; None where unreadable."""
+    limit: int | None = None
+    try:
+        with open(f"/proc/{pid}/limits", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Max open files"):
+                    soft = line.split()[3]
+                    limit = None if soft == "unlimited" else int(soft)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        count: int | None = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        count = None
+    return limit, count
 
 
 class ProcSampler:
