@@ -84,6 +84,7 @@ MOVE_DURATION = "ninetynine_session_move_duration_seconds"
 DURABLE_TIMEOUT = 'source="timeout",stage="durable"'
 PY_SPY = Path(sys.executable).with_name("py-spy")
 PENDING_EVERY_S = 5.0
+_TICKS = os.sysconf("SC_CLK_TCK")
 # Long enough games (see the module doc): the auto-played game outlasts any run.
 ROOM_OPTIONS = game_pb2.Options(mode=game_pb2.MODE_CLASSIC, lives=5, on_the_board=True, turn_seconds=30)
 
@@ -101,6 +102,8 @@ class DeadlineConfig:
     py_spy: str = ""  # raw py-spy profile of the session during the window, written here
     quiet: bool = False
     keep_workdir: bool = False
+    # A second counts as quiet when the box's other tenants used less CPU than this (% of one core).
+    quiet_below: float = 25.0
 
     @property
     def turn_s(self) -> float:
@@ -115,6 +118,18 @@ class DeadlineConfig:
     def turn_ms(self) -> int:
         # As the session computes it (service.py _set_deadline): round(seconds * 1000 * scale).
         return round(SHORT_TURN_SECONDS * 1000 * self.time_scale)
+
+
+@dataclass
+class Window:
+    t0_ms: int  # wall clock, the session's
+    t1_ms: int
+    quiet: set[int]  # numbers (from 1) of the seconds the box's other tenants were quiet in
+
+
+def second_of(at_ms: int, t0_ms: int) -> int:
+    """The number (from 1) of the window's second that ``at_ms`` falls in."""
+    return (at_ms - t0_ms) // 1000 + 1
 
 
 @dataclass
@@ -133,6 +148,7 @@ class Second:
     cpu_session: float
     cpu_engine: float
     rss_session_mb: float
+    others_cpu: float  # CPU % (of one core) used on the box by processes other than this run's
     pending: int | None  # only every PENDING_EVERY_S
 
 
@@ -183,6 +199,18 @@ class Summary:
     cpu_pressure_pct: float | None = None
     redis_prefix: str = ""  # the keys this run wrote (deleted afterwards)
     profiled: bool = False
+    # The same figures over the quiet seconds only (see DeadlineConfig.quiet_below): the box is shared.
+    others_cpu_mean_pct: float = 0.0
+    quiet_below_pct: float = 0.0
+    quiet_seconds: int = 0
+    quiet_fires: int = 0
+    quiet_hist_p99_ms: float | None = None
+    quiet_hist_p999_ms: float | None = None
+    quiet_exact_p50_ms: float | None = None
+    quiet_exact_p99_ms: float | None = None
+    quiet_exact_p999_ms: float | None = None
+    quiet_exact_max_ms: float | None = None
+    quiet_watched_p99_ms: float | None = None
     seconds: list[Second] = field(default_factory=list)
 
 
@@ -199,6 +227,27 @@ def ms(bound: float | None) -> float | None:
 
 def loadavg() -> float:
     return os.getloadavg()[0]
+
+
+def box_busy_s() -> float:
+    """CPU seconds the whole box has spent busy (all cores), from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        ticks = [int(v) for v in fh.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks[:8]) - idle) / _TICKS
+
+
+def delta(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The cumulative buckets of the observations between two scrapes."""
+    old = dict(before)
+    return [(bound, count - old.get(bound, 0.0)) for bound, count in after]
+
+
+def add(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    if not a:
+        return b
+    extra = dict(b)
+    return [(bound, count + extra.get(bound, 0.0)) for bound, count in a]
 
 
 def cpu_pressure() -> float | None:
@@ -218,20 +267,20 @@ def wall_ms() -> int:
 
 def fire_lateness(
     doc: doc_pb.RoomDocument, turn_ms: int, t0_ms: int, t1_ms: int
-) -> tuple[list[int], bool, int]:
-    """(due → fire start of the timeouts that started in [t0, t1), stored deadline reproduced?, other moves).
+) -> tuple[list[tuple[int, int]], bool, int]:
+    """([(fire start, due → fire start)] of the timeouts started in [t0, t1), deadline reproduced?, others).
 
     Every turn lasts ``turn_ms`` from its start; a turn starts at the game's start or at the
     previous move (the session passes the same ``now`` to the engine and to the move record).
     """
-    out: list[int] = []
+    out: list[tuple[int, int]] = []
     others = 0
     start = doc.started_at_ms
     for move in doc.moves:
         if move.source != "timeout":
             others += 1
         elif t0_ms <= move.at_ms < t1_ms:
-            out.append(move.at_ms - (start + turn_ms))
+            out.append((move.at_ms, move.at_ms - (start + turn_ms)))
         start = move.at_ms
     consistent = doc.phase != pb.ROOM_PHASE_PLAYING or (
         doc.deadline_ms == start + turn_ms and doc.turn_started_at_ms == start
@@ -391,6 +440,7 @@ async def measure(cfg: DeadlineConfig, out: TextIO) -> Summary:
         store_url += ("&" if "?" in store_url else "?") + f"prefix={prefix}"
     summary = Summary(
         redis_prefix=prefix,
+        quiet_below_pct=cfg.quiet_below,
         rooms=cfg.rooms,
         store=cfg.store,
         rate_target=cfg.rate,
@@ -402,12 +452,12 @@ async def measure(cfg: DeadlineConfig, out: TextIO) -> Summary:
     try:
         with Stack(stack_cfg) as stack:
             try:
-                room_ids, t0_ms, t1_ms = await drive(cfg, stack, store_url, prefix, summary, out)
+                room_ids, window = await drive(cfg, stack, store_url, prefix, summary, out)
             except BaseException:
                 print(f"session log tail:\n{stack.log_tail('session', 20)}", file=out)
                 raise
         # The session has stopped: read every room as it was stored.
-        await read_back(cfg, stack, store_url, room_ids, t0_ms, t1_ms, summary)
+        await read_back(cfg, stack, store_url, room_ids, window, summary)
         if not cfg.keep_workdir:
             shutil.rmtree(stack.workdir, ignore_errors=True)
     finally:
@@ -419,8 +469,8 @@ async def measure(cfg: DeadlineConfig, out: TextIO) -> Summary:
 
 async def drive(
     cfg: DeadlineConfig, stack: Stack, store_url: str, prefix: str, summary: Summary, out: TextIO
-) -> tuple[list[str], int, int]:
-    """Set up, ramp, measure; returns the started rooms and the window in wall ms."""
+) -> tuple[list[str], Window]:
+    """Set up, ramp, measure; returns the started rooms and the window."""
     probe = PendingProbe(stack, store_url, prefix)
     target = f"{HOST}:{stack.ports['session']}"
     loop = asyncio.get_running_loop()
@@ -474,8 +524,8 @@ async def drive(
             summary.pending_at_window = summary.pending_min = summary.pending_max = pending
             await scraper.scrape()
             late0, durable0 = scraper.lateness, scraper.durable
-            pids = stack.pids()
-            first = {name: read_proc(pids[name]) for name in ("session", "engine")}
+            pids = {**stack.pids(), "bench": os.getpid()}
+            first = {name: read_proc(pid) for name, pid in pids.items()}
             last_second = dict(first)
             summary.loadavg_before = loadavg()
             profiler = None
@@ -484,15 +534,27 @@ async def drive(
                 summary.profiled = True
             t0_ms = wall_ms()
             window_start = loop.time()
+            busy_before = box_busy_s()
+            scrapes = [scraper.lateness]
             if not cfg.quiet:
                 print(f"{'t':>4} {'fires':>6} {'late50':>7} {'late99':>7} {'cpu% ses/eng':>13} "
-                      f"{'rss MB':>7} {'pending':>7}", file=out, flush=True)  # fmt: skip
+                      f"{'others%':>7} {'rss MB':>7} {'pending':>7}", file=out, flush=True)  # fmt: skip
             next_pending = window_start + PENDING_EVERY_S
+            last_tick, busy_last = window_start, busy_before
             for t in range(1, int(cfg.duration) + 1):
                 await asyncio.sleep(max(0.0, window_start + t - loop.time()))
                 before = scraper.lateness
                 await scraper.scrape()
-                now = {name: read_proc(pids[name]) for name in ("session", "engine")}
+                scrapes.append(scraper.lateness)
+                now = {name: read_proc(pid) for name, pid in pids.items()}
+                tick, busy_now = loop.time(), box_busy_s()
+                ours = sum(
+                    sample.cpu_s - old.cpu_s
+                    for name, sample in now.items()
+                    if sample is not None and (old := last_second.get(name)) is not None
+                )
+                others = max(0.0, 100.0 * (busy_now - busy_last - ours) / max(1e-3, tick - last_tick))
+                last_tick, busy_last = tick, busy_now
                 pending_now: int | None = None
                 if loop.time() >= next_pending:
                     next_pending += PENDING_EVERY_S
@@ -509,6 +571,7 @@ async def drive(
                     cpu_session=round(cpu_between(last_second["session"], session_now), 1),
                     cpu_engine=round(cpu_between(last_second["engine"], now["engine"]), 1),
                     rss_session_mb=round((session_now.rss_bytes if session_now else 0) / 2**20, 1),
+                    others_cpu=round(others, 1),
                     pending=pending_now,
                 )
                 last_second = now
@@ -516,8 +579,8 @@ async def drive(
                 if not cfg.quiet:
                     print(
                         f"{t:>4} {row.fires:>6} {fmt(row.late_p50_ms):>7} {fmt(row.late_p99_ms):>7} "
-                        f"{row.cpu_session:>6.1f}/{row.cpu_engine:<6.1f} {row.rss_session_mb:>7.1f} "
-                        f"{fmt(pending_now):>7}",
+                        f"{row.cpu_session:>6.1f}/{row.cpu_engine:<6.1f} {row.others_cpu:>7.1f} "
+                        f"{row.rss_session_mb:>7.1f} {fmt(pending_now):>7}",
                         file=out,
                         flush=True,
                     )
@@ -525,7 +588,7 @@ async def drive(
             elapsed = loop.time() - window_start
             summary.loadavg_after = loadavg()
             summary.cpu_pressure_pct = cpu_pressure()
-            end = {name: read_proc(pids[name]) for name in ("session", "engine")}
+            end = {name: read_proc(pid) for name, pid in pids.items()}
             summary.cpu_session_pct = round(cpu_between(first["session"], end["session"]), 1)
             summary.cpu_engine_pct = round(cpu_between(first["engine"], end["engine"]), 1)
             summary.cpu_session_max_pct = max((s.cpu_session for s in summary.seconds), default=0.0)
@@ -539,15 +602,29 @@ async def drive(
             summary.hist_max_ms = ms(bucket_quantile(late0, scraper.lateness, 1.0))
             summary.durable_p99_ms = ms(bucket_quantile(durable0, scraper.durable, 0.99))
             _, summary.playing_end, summary.finished_end = await probe.count()
-            watched_late = sorted(late for arrived, late in samples if t0_ms <= arrived < t1_ms)
+            seen = [(arrived, late) for arrived, late in samples if t0_ms <= arrived < t1_ms]
+            watched_late = sorted(late for _, late in seen)
             summary.watched_fires = len(watched_late)
             summary.watched_p50_ms = quantile(watched_late, 0.5)
             summary.watched_p99_ms = quantile(watched_late, 0.99)
             summary.watched_p999_ms = quantile(watched_late, 0.999)
             summary.watched_max_ms = quantile(watched_late, 1.0)
+            # The quiet seconds: the box's other tenants left this run the CPU.
+            summary.others_cpu_mean_pct = round(
+                sum(row.others_cpu for row in summary.seconds) / max(1, len(summary.seconds)), 1
+            )
+            quiet = {row.t for row in summary.seconds if row.others_cpu < cfg.quiet_below}
+            summary.quiet_seconds = len(quiet)
+            quiet_hist: list[tuple[float, float]] = []
+            for t in quiet:
+                quiet_hist = add(quiet_hist, delta(scrapes[t - 1], scrapes[t]))
+            summary.quiet_hist_p99_ms = ms(bucket_quantile([], quiet_hist, 0.99))
+            summary.quiet_hist_p999_ms = ms(bucket_quantile([], quiet_hist, 0.999))
+            quiet_watched = sorted(late for arrived, late in seen if second_of(arrived, t0_ms) in quiet)
+            summary.quiet_watched_p99_ms = quantile(quiet_watched, 0.99)
             if profiler is not None:
                 await profiler
-            return started, t0_ms, t1_ms
+            return started, Window(t0_ms, t1_ms, quiet)
         finally:
             for task in watchers:
                 task.cancel()
@@ -572,15 +649,14 @@ async def read_back(
     stack: Stack,
     store_url: str,
     room_ids: list[str],
-    t0_ms: int,
-    t1_ms: int,
+    window: Window,
     summary: Summary,
 ) -> None:
     """Exact due → fire start of every timeout in the window, from the stored room documents."""
     url = f"sqlite:///{stack.workdir}/rooms.db" if store_url.startswith("sqlite") else store_url
     store = open_store(url)
     limit = asyncio.Semaphore(32)
-    late: list[int] = []
+    fires: list[tuple[int, int]] = []
 
     async def one(room_id: str) -> None:
         async with limit:
@@ -589,9 +665,9 @@ async def read_back(
             summary.exact_inconsistent += 1
             return
         fired, consistent, others = fire_lateness(
-            doc_pb.RoomDocument.FromString(record.data), cfg.turn_ms, t0_ms, t1_ms
+            doc_pb.RoomDocument.FromString(record.data), cfg.turn_ms, window.t0_ms, window.t1_ms
         )
-        late.extend(fired)
+        fires.extend(fired)
         summary.exact_inconsistent += not consistent
         summary.exact_other_sources += others
 
@@ -599,12 +675,18 @@ async def read_back(
         await asyncio.gather(*(one(room_id) for room_id in room_ids))
     finally:
         await store.close()
-    late.sort()
+    late = sorted(late for _, late in fires)
     summary.exact_fires = len(late)
     summary.exact_p50_ms = quantile(late, 0.5)
     summary.exact_p99_ms = quantile(late, 0.99)
     summary.exact_p999_ms = quantile(late, 0.999)
     summary.exact_max_ms = quantile(late, 1.0)
+    quiet = sorted(late for at_ms, late in fires if second_of(at_ms, window.t0_ms) in window.quiet)
+    summary.quiet_fires = len(quiet)
+    summary.quiet_exact_p50_ms = quantile(quiet, 0.5)
+    summary.quiet_exact_p99_ms = quantile(quiet, 0.99)
+    summary.quiet_exact_p999_ms = quantile(quiet, 0.999)
+    summary.quiet_exact_max_ms = quantile(quiet, 1.0)
 
 
 def fmt(value: float | None) -> str:
@@ -650,7 +732,16 @@ def report(s: Summary, out: TextIO) -> None:
         f"session CPU {s.cpu_session_pct} % (busiest second {s.cpu_session_max_pct} %), RSS "
         f"{s.rss_session_mb} MB; engine CPU {s.cpu_engine_pct} %, RSS {s.rss_engine_mb} MB; load average "
         f"{s.loadavg_before:.2f} -> {s.loadavg_after:.2f}, CPU pressure (some, avg60) "
-        f"{fmt(s.cpu_pressure_pct)} %" + ("; PROFILED (py-spy pauses)" if s.profiled else ""),
+        f"{fmt(s.cpu_pressure_pct)} %, other tenants {s.others_cpu_mean_pct} % CPU on average"
+        + ("; PROFILED (py-spy pauses)" if s.profiled else ""),
+        file=out,
+    )
+    print(
+        f"quiet seconds (other tenants < {s.quiet_below_pct:g} % CPU): {s.quiet_seconds} of "
+        f"{len(s.seconds)}, {s.quiet_fires} fires: exact p50 {fmt(s.quiet_exact_p50_ms)} ms, p99 "
+        f"{fmt(s.quiet_exact_p99_ms)} ms, p99.9 {fmt(s.quiet_exact_p999_ms)} ms, max "
+        f"{fmt(s.quiet_exact_max_ms)} ms; histogram p99 <= {fmt(s.quiet_hist_p99_ms)} ms, p99.9 <= "
+        f"{fmt(s.quiet_hist_p999_ms)} ms; watched p99 {fmt(s.quiet_watched_p99_ms)} ms",
         file=out,
         flush=True,
     )
@@ -672,6 +763,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--watch", type=int, default=d.watch, help="rooms followed by a Subscribe stream")
     parser.add_argument("--concurrency", type=int, default=d.concurrency, help="setup RPCs in flight")
     parser.add_argument("--log-level", default=d.log_level, help="the services' log level")
+    parser.add_argument(
+        "--quiet-below",
+        type=float,
+        default=d.quiet_below,
+        help="a second is quiet when other processes on the box used less CPU than this (%% of a core)",
+    )
     parser.add_argument("--py-spy", default="", metavar="PATH", help="profile the session (raw) to PATH")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the services' logs and SQLite file")
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
@@ -694,6 +791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         py_spy=args.py_spy,
         quiet=args.quiet,
         keep_workdir=args.keep_workdir,
+        quiet_below=args.quiet_below,
     )
     summary = asyncio.run(measure(cfg, sys.stdout))
     report(summary, sys.stdout)

@@ -48,6 +48,10 @@ def test_lateness_is_reconstructed_from_turn_starts() -> None:
         doc.moves.add(player_id="p", source="timeout", at_ms=at_ms)
     doc.deadline_ms, doc.turn_started_at_ms = 5010, 4010
     late, consistent, others = fire_lateness(doc, 1000, 2500, 5000)
-    assert (late, consistent, others) == ([5, 0], True, 0)  # 3010 - (2005 + 1000), 4010 - (3010 + 1000)
+    assert (late, consistent, others) == (
+        [(3010, 5), (4010, 0)],
+        True,
+        0,
+    )  # 3010 - (2005 + 1000), 4010 - (3010 + 1000)
     doc.deadline_ms = 5011  # a turn the reconstruction would get wrong
     assert fire_lateness(doc, 1000, 0, 10_000)[1] is False
