@@ -50,6 +50,7 @@ _EVENT = b'{"type":"event","seq":'
 _EVENT_TYPE = b',"event":{"type":"'
 _VIEW = b'{"type":"view","seq":'
 _MY_TURN = b'"myTurn":true'
+_ROOM_PUSH = b'{"type":"room","room":'  # a pushed room update (a reply has its "id" before "room")
 # Event type names as they start at the offset peek_event gives (closing quote included).
 CARD_PLAYED = b'cardPlayed"'
 GAME_FINISHED = b'gameFinished"'
@@ -126,6 +127,7 @@ class Client:
         "_pending",
         "_planned_move",
         "_play_timer",
+        "_resuming",
         "behaviour",
         "client_seq",
         "heartbeat_s",
@@ -161,6 +163,7 @@ class Client:
         self._pending: dict[int, tuple[OnReply, float]] = {}
         self._planned_move: int | None = None
         self._play_timer: asyncio.TimerHandle | None = None
+        self._resuming: asyncio.Future[None] | None = None  # set while reconnect() runs
 
     # -- transport ---------------------------------------------------------------------------
 
@@ -237,6 +240,8 @@ class Client:
                 if maybe_mine:
                     self._on_view(orjson.loads(data)["view"])
                 return
+            if data.startswith(_ROOM_PUSH):
+                return  # seats and presence: nothing here depends on them
             self._on_message(orjson.loads(data))
         except (ValueError, KeyError, TypeError):
             self.tally.errors["frame:unreadable"] += 1
@@ -328,6 +333,10 @@ class Client:
 
     async def leave(self) -> None:
         self._cancel_play()
+        if self._resuming is not None:
+            # A reconnect is under way: leave after its resume, or the resume would bind the seat
+            # again and the next game's create/join would fail with ALREADY_IN_ROOM.
+            await asyncio.shield(self._resuming)
         try:
             await self.request("leaveRoom")
         except RequestFailed as failed:
@@ -341,12 +350,17 @@ class Client:
         self.close()
         self.tally.reconnects += 1
         self._planned_move = None
+        resuming = self._resuming = (self._loop or asyncio.get_running_loop()).create_future()
         try:
             await self.connect()
             if self.token:
                 await self.request("resume", token=self.token, afterSeq=self.last_seq)
         except (RequestFailed, OSError) as exc:
             self.tally.errors[f"resume:{getattr(exc, 'code', type(exc).__name__)}"] += 1
+        finally:
+            resuming.set_result(None)
+            if self._resuming is resuming:
+                self._resuming = None
 
     def keepalive(self, now: float) -> None:
         """Once a second: expire unanswered plays and pings, and ping when nothing was sent for a

@@ -148,3 +148,31 @@ async def test_frames_written_differently_count_the_same(
     assert outcomes[0] == outcomes[1]
     moves, finished, duplicates, _, errors = outcomes[0]
     assert moves > 0 and finished == 1 and duplicates > 0 and not errors
+
+
+async def test_a_leave_during_a_reconnect_waits_for_the_resume(gateway: RunningGateway) -> None:
+    """The chaos pass may drop a player just as its game ends: the leave must come after the
+    resume, or the resume binds the seat again and the next game fails with ALREADY_IN_ROOM."""
+    url = f"ws://127.0.0.1:{gateway.http_port}/ws"
+    tally = Tally()
+    host, player = (Client(url, f"c{n}", tally, FAST, random.Random(n)) for n in range(2))
+    for client in (host, player):
+        await client.connect()
+    table = Table(0, host, [player], [], tally, turn_seconds=10)
+    try:
+        await table.seat(bot=False)
+        first_socket = player.ws
+        reconnect = asyncio.create_task(player.reconnect())
+        # Leave as soon as the new socket is up (checked every loop pass, not every 10 ms): its
+        # hello is sent, the resume not yet.
+        async with asyncio.timeout(10.0):
+            while player.ws is None or player.ws is first_socket:
+                await asyncio.sleep(0)
+        await player.leave()
+        await reconnect
+        again = await player.request("createRoom", name="again", seats=2)
+        assert again["type"] == "joined"
+        assert tally.errors == Counter() and tally.reconnects == 1
+    finally:
+        for client in (host, player):
+            client.close()
