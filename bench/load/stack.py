@@ -11,6 +11,7 @@ SIGKILL after a bound) on exit. :class:`ProcSampler` reads CPU time and RSS from
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -164,6 +165,12 @@ class Stack:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+        # The services' logs and the SQLite file are 100s of MB after a long run: keep them only
+        # when the run failed (or when asked), to look at.
+        if exc is None and not os.environ.get("NINETYNINE_LOAD_KEEP"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            print(f"service logs and store kept in {self.workdir}", file=sys.stderr)
 
     def log_tail(self, name: str, lines: int = 5) -> str:
         try:
