@@ -22,7 +22,7 @@ What is measured over ``--duration`` seconds after the ramp:
   move durable), difference of two scrapes. Its quantiles are *bucket upper bounds* (…, 10, 25, 50,
   100, 250 ms, …): "p99 25" means p99 ≤ 25 ms.
 * ``exact_*``: due → fire start, in ms, for every timeout of the window, from the stored room
-  documents read after the run: a move's ``at_ms`` is when the session's step began (before the
+  documents read right after the window: a move's ``at_ms`` is when the session's step began (before the
   engine call and the commit), and the turn it ended was due at the previous move's ``at_ms`` (the
   turn start) + round(3000 × scale). ``durable_p99_ms`` is the session's own fire start → durable
   (``move_duration{source="timeout",stage="durable"}``, bucket bound) for the rest of the way.
@@ -33,10 +33,15 @@ What is measured over ``--duration`` seconds after the ramp:
   subscriber, an upper bound of due → durable, exact to the millisecond (same clock).
 * pending deadlines and playing / finished rooms, read from the store itself every few seconds;
   fires/s; session and engine CPU % (of one core) and RSS.
+* ``quiet_*``: the box is shared, so every second also records the CPU that processes other than
+  this run's used (``others_cpu``, from /proc/stat); the lateness figures are repeated over the
+  seconds where that stayed under ``--quiet-below`` (25 % of a core by default).
 
 With a ``redis://`` store the bench adds its own ``?prefix=bench-<random>:`` and deletes those keys
-afterwards. ``--py-spy PATH`` records the session with py-spy (100 Hz, raw) for up to 15 s of the
-window; py-spy pauses the process to sample, so that run's lateness is not a clean measurement.
+afterwards. The Stack removes its work dir (service logs, SQLite file) after a run that did not fail
+(``NINETYNINE_LOAD_KEEP=1`` keeps it). ``--py-spy PATH`` records the session with py-spy (100 Hz,
+raw) for up to 15 s of the window; py-spy pauses the process to sample, so that run's lateness is
+not a clean measurement.
 """
 
 from __future__ import annotations
@@ -47,7 +52,6 @@ import json
 import math
 import os
 import secrets
-import shutil
 import sqlite3
 import sys
 import time
@@ -61,6 +65,7 @@ import aiohttp
 import grpc
 import grpc.aio
 import redis.asyncio as aioredis
+import redis.exceptions
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -101,7 +106,6 @@ class DeadlineConfig:
     log_level: str = "info"
     py_spy: str = ""  # raw py-spy profile of the session during the window, written here
     quiet: bool = False
-    keep_workdir: bool = False
     # A second counts as quiet when the box's other tenants used less CPU than this (% of one core).
     quiet_below: float = 25.0
 
@@ -298,8 +302,14 @@ class PendingProbe:
         if prefix:
             self.redis = aioredis.from_url(plain_redis_url(store_url))
 
-    async def count(self) -> tuple[int, int, int]:
-        """(rooms with a deadline, rooms playing, rooms finished)."""
+    async def count(self) -> tuple[int | None, int | None, int | None]:
+        """(rooms with a deadline, rooms playing, rooms finished); None where the store did not answer."""
+        try:
+            return await self._count()
+        except (sqlite3.Error, redis.exceptions.RedisError):
+            return None, None, None
+
+    async def _count(self) -> tuple[int, int, int]:
         if self.redis is not None:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.zcard(f"{self.prefix}due")
@@ -453,13 +463,12 @@ async def measure(cfg: DeadlineConfig, out: TextIO) -> Summary:
         with Stack(stack_cfg) as stack:
             try:
                 room_ids, window = await drive(cfg, stack, store_url, prefix, summary, out)
+                # The window is over: read every room as stored now (the Stack removes its SQLite file
+                # on exit). Moves fired since the window closed are left out by their time.
+                await read_back(cfg, stack, store_url, room_ids, window, summary)
             except BaseException:
                 print(f"session log tail:\n{stack.log_tail('session', 20)}", file=out)
                 raise
-        # The session has stopped: read every room as it was stored.
-        await read_back(cfg, stack, store_url, room_ids, window, summary)
-        if not cfg.keep_workdir:
-            shutil.rmtree(stack.workdir, ignore_errors=True)
     finally:
         if prefix:
             deleted = await delete_prefix(store_url, prefix)
@@ -559,9 +568,10 @@ async def drive(
                 if loop.time() >= next_pending:
                     next_pending += PENDING_EVERY_S
                     pending_now, _, _ = await probe.count()
-                    lo, hi = summary.pending_min, summary.pending_max
-                    summary.pending_min = pending_now if lo is None else min(lo, pending_now)
-                    summary.pending_max = pending_now if hi is None else max(hi, pending_now)
+                    if pending_now is not None:
+                        lo, hi = summary.pending_min, summary.pending_max
+                        summary.pending_min = pending_now if lo is None else min(lo, pending_now)
+                        summary.pending_max = pending_now if hi is None else max(hi, pending_now)
                 session_now = now["session"]
                 row = Second(
                     t=t,
@@ -653,28 +663,22 @@ async def read_back(
     summary: Summary,
 ) -> None:
     """Exact due → fire start of every timeout in the window, from the stored room documents."""
-    url = f"sqlite:///{stack.workdir}/rooms.db" if store_url.startswith("sqlite") else store_url
-    store = open_store(url)
-    limit = asyncio.Semaphore(32)
+    if store_url.startswith("sqlite"):
+        stored = await asyncio.to_thread(read_sqlite_rooms, os.path.join(stack.workdir, "rooms.db"))
+    else:
+        stored = await read_store_rooms(store_url, room_ids)
     fires: list[tuple[int, int]] = []
-
-    async def one(room_id: str) -> None:
-        async with limit:
-            record = await store.load_room(room_id)
-        if record is None:
+    for room_id in room_ids:
+        data = stored.get(room_id)
+        if data is None:
             summary.exact_inconsistent += 1
-            return
+            continue
         fired, consistent, others = fire_lateness(
-            doc_pb.RoomDocument.FromString(record.data), cfg.turn_ms, window.t0_ms, window.t1_ms
+            doc_pb.RoomDocument.FromString(data), cfg.turn_ms, window.t0_ms, window.t1_ms
         )
         fires.extend(fired)
         summary.exact_inconsistent += not consistent
         summary.exact_other_sources += others
-
-    try:
-        await asyncio.gather(*(one(room_id) for room_id in room_ids))
-    finally:
-        await store.close()
     late = sorted(late for _, late in fires)
     summary.exact_fires = len(late)
     summary.exact_p50_ms = quantile(late, 0.5)
@@ -687,6 +691,34 @@ async def read_back(
     summary.quiet_exact_p99_ms = quantile(quiet, 0.99)
     summary.quiet_exact_p999_ms = quantile(quiet, 0.999)
     summary.quiet_exact_max_ms = quantile(quiet, 1.0)
+
+
+def read_sqlite_rooms(path: str) -> dict[str, bytes]:
+    """Every room's document, through a read-only connection beside the session's writer."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        return {room_id: data for room_id, data in conn.execute("SELECT room_id, data FROM rooms")}
+    finally:
+        conn.close()
+
+
+async def read_store_rooms(store_url: str, room_ids: list[str]) -> dict[str, bytes]:
+    """The rooms' documents through the session's own store class (Redis: any number of readers)."""
+    store = open_store(store_url)
+    limit = asyncio.Semaphore(32)
+    out: dict[str, bytes] = {}
+
+    async def one(room_id: str) -> None:
+        async with limit:
+            record = await store.load_room(room_id)
+        if record is not None:
+            out[room_id] = record.data
+
+    try:
+        await asyncio.gather(*(one(room_id) for room_id in room_ids))
+    finally:
+        await store.close()
+    return out
 
 
 def fmt(value: float | None) -> str:
@@ -770,7 +802,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a second is quiet when other processes on the box used less CPU than this (%% of a core)",
     )
     parser.add_argument("--py-spy", default="", metavar="PATH", help="profile the session (raw) to PATH")
-    parser.add_argument("--keep-workdir", action="store_true", help="keep the services' logs and SQLite file")
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
     parser.add_argument("--json", metavar="PATH", help="write the summary and every second to PATH")
     return parser
@@ -790,7 +821,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         py_spy=args.py_spy,
         quiet=args.quiet,
-        keep_workdir=args.keep_workdir,
         quiet_below=args.quiet_below,
     )
     summary = asyncio.run(measure(cfg, sys.stdout))
