@@ -31,7 +31,11 @@ class Backend:
 
 
 @pytest.fixture
-async def backend(tmp_path: Path) -> AsyncIterator[Backend]:
+async def backend(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    # Turns are compressed (0.02: 15 s last 0.3 s) unless a test marks its own scale, e.g.
+    # @pytest.mark.turn_time_scale(1.0) for tests that must not see a timeout move meanwhile.
+    marker = request.node.get_closest_marker("turn_time_scale")
+    time_scale = float(marker.args[0]) if marker else 0.02
     engine, engine_port, _ = create_engine_server(
         "127.0.0.1:0", metrics=EngineMetrics.create(CollectorRegistry())
     )
@@ -41,7 +45,7 @@ async def backend(tmp_path: Path) -> AsyncIterator[Backend]:
         engine_target=f"127.0.0.1:{engine_port}",
         store_url=f"sqlite:///{tmp_path}/rooms.db",
         bot_think_ms=10,
-        time_scale=0.02,  # 15 s turns last 0.3 s: a silent human is played for quickly
+        time_scale=time_scale,
         registry=CollectorRegistry(),
     )
     await session.start()

@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+import pytest
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
@@ -20,6 +21,8 @@ from tests.gateway.conftest import Backend, WsClient, WsFactory
 from tests.session.helpers import refused
 
 TEN_MB = 10 * 1024 * 1024
+# These games must not move by themselves: a 30 s turn stays 30 s (the fixture compresses time).
+pytestmark = pytest.mark.turn_time_scale(1.0)
 
 
 async def _two_seat_game(gateway: RunningGateway, ws_client: WsFactory) -> tuple[WsClient, WsClient, str]:
@@ -34,7 +37,10 @@ async def _two_seat_game(gateway: RunningGateway, ws_client: WsFactory) -> tuple
 
 
 async def _latest_view(client: WsClient) -> dict[str, Any]:
-    view: dict[str, Any] = (await client.until(lambda m: m["type"] == "view"))["view"]
+    """The newest view the client got (it may have come before the reply it waited for)."""
+    seen = [m for m in client.seen if m["type"] == "view"]
+    message = seen[-1] if seen else await client.until(lambda m: m["type"] == "view")
+    view: dict[str, Any] = message["view"]
     return view
 
 
