@@ -18,6 +18,7 @@ from typing import Any
 
 from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
 
+from services.common.wire import length_delimited
 from services.engine.rules import (
     CLASSIC,
     KR,
@@ -453,20 +454,6 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
 _RECORD_CACHE_SIZE = 16384
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field_entry(number: int, payload: bytes) -> bytes:
-    """A length-delimited field (sub-message) ``number`` of a message, as it is on the wire."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 _STATE_OPTIONS = state_pb2.State.DESCRIPTOR.fields_by_name["options"].number
 _STATE_HISTORY = state_pb2.State.DESCRIPTOR.fields_by_name["history"].number
 # id(record) -> (record, its State.history entry); holding the record keeps its id from reuse.
@@ -497,7 +484,7 @@ def _history_entry(r: PlayRecord) -> bytes:
         return hit[1]
     # Always re-encoded from the values: nothing a client added (unknown fields) is echoed.
     data = _record_bytes(r.player, r.card_id, r.face, r.before, r.total, tuple(r.choice.items()))
-    entry = _field_entry(_STATE_HISTORY, data)
+    entry = length_delimited(_STATE_HISTORY, data)
     if len(_HISTORY_ENTRY_BY_ID) >= _RECORD_CACHE_SIZE:
         _HISTORY_ENTRY_BY_ID.clear()
     _HISTORY_ENTRY_BY_ID[id(r)] = (r, entry)
@@ -508,7 +495,7 @@ def _options_entry(options: Options) -> bytes:
     hit = _OPTIONS_ENTRY_BY_ID.get(id(options))
     if hit is not None and hit[0] is options:
         return hit[1]
-    entry = _field_entry(_STATE_OPTIONS, _options_message(options).SerializeToString())
+    entry = length_delimited(_STATE_OPTIONS, _options_message(options).SerializeToString())
     if len(_OPTIONS_ENTRY_BY_ID) >= _IDENTITY_CACHE_SIZE:
         _OPTIONS_ENTRY_BY_ID.clear()
     _OPTIONS_ENTRY_BY_ID[id(options)] = (options, entry)

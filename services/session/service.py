@@ -36,6 +36,7 @@ from services.common.context import bind_rpc_fields
 from services.common.errors import Lang, ServiceError, from_rule_error
 from services.common.logging import get_logger
 from services.common.metrics import LATENCY_BUCKETS
+from services.common.wire import length_delimited, varint_field
 from services.engine.client import EngineClient
 from services.engine.convert import (
     action_to_proto,
@@ -209,62 +210,18 @@ def _visible(event: StoredEvent, viewer: str | None) -> bool:
     return viewer != event.player_id
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(tag: bytes, payload: bytes) -> bytes:
-    """One length-delimited protobuf field: ``tag`` (already encoded), length, ``payload``."""
-    return tag + _varint(len(payload)) + payload
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
 def _batch_end(payload: bytes) -> bool:
-    """``RoomEvent.batch_end`` of a serialized event, read without parsing the whole event.
-
-    Walks the top-level fields (field 3 is ``batch_end``) and skips the others by their wire type.
-    """
-    pos, size, found = 0, len(payload), False
-    while pos < size:
-        key, pos = _read_varint(payload, pos)
-        wire = key & 7
-        if wire == 0:
-            value, pos = _read_varint(payload, pos)
-            if key >> 3 == 3:
-                found = value != 0
-        elif wire == 2:
-            length, pos = _read_varint(payload, pos)
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:  # groups are not used by these messages
-            raise ValueError(f"unexpected wire type {wire} in a stored event")
-    return found
+    """``RoomEvent.batch_end`` of a serialized event, read without parsing the whole event."""
+    return varint_field(payload, _BATCH_END) != 0
 
 
-# Encoded tags of the length-delimited fields a batched Subscribe message is made of. A batch is
-# assembled from bytes that are already serialized (the stored events, the cached view), so
-# a subscriber costs a concatenation, not a parse and a serialization of every event and view.
-_TAG_BATCH = b"\x2a"  # SubscribeResponse.batch = 5
-_TAG_BATCH_EVENT = b"\x0a"  # EventBatch.events = 1
-_TAG_BATCH_VIEW = b"\x12"  # EventBatch.view = 2
+# Field numbers of a batched Subscribe message, which is assembled from bytes that are already
+# serialized (the stored events, the cached view): a subscriber costs a concatenation, not a
+# parse and a serialization of every event and view.
+_BATCH = pb.SubscribeResponse.DESCRIPTOR.fields_by_name["batch"].number
+_BATCH_EVENTS = pb.EventBatch.DESCRIPTOR.fields_by_name["events"].number
+_BATCH_VIEW = pb.EventBatch.DESCRIPTOR.fields_by_name["view"].number
+_BATCH_END = pb.RoomEvent.DESCRIPTOR.fields_by_name["batch_end"].number
 
 
 class RoomService:
@@ -929,7 +886,7 @@ class RoomService:
             if batched:
                 view = await self._view_update_bytes(room_id, last, viewer, lang)
                 if view is not None:
-                    yield _field(_TAG_BATCH, _field(_TAG_BATCH_VIEW, view))
+                    yield length_delimited(_BATCH, length_delimited(_BATCH_VIEW, view))
             else:
                 update = await self._view_update(room_id, last, viewer, lang)
                 if update is not None:
@@ -972,16 +929,16 @@ class RoomService:
                 stored = item
                 if batched:
                     encoded = self._event_bytes(room_id, stored, viewer)
-                    parts.append(_field(_TAG_BATCH_EVENT, encoded))
+                    parts.append(length_delimited(_BATCH_EVENTS, encoded))
                     if not _batch_end(stored.payload):
                         continue
                     if stored.seq >= catching_up_to:
                         self._fanned_out(room_id, stored.seq)
                         view = await self._view_update_bytes(room_id, stored.seq, viewer, lang)
                         if view is not None:
-                            parts.append(_field(_TAG_BATCH_VIEW, view))
+                            parts.append(length_delimited(_BATCH_VIEW, view))
                     batch, parts = b"".join(parts), []
-                    yield _field(_TAG_BATCH, batch)
+                    yield length_delimited(_BATCH, batch)
                     continue
                 event = self._filtered(stored, viewer)
                 yield pb.SubscribeResponse(event=event)
