@@ -41,6 +41,11 @@ REASONS: dict[str, tuple[grpc.StatusCode, str, str]] = {
         "이미 처리한 요청보다 오래된 요청이에요",
         "This client_seq is older than the last one applied",
     ),
+    "VIEW_OUTDATED": (
+        S.ABORTED,
+        "화면이 바뀌었어요. 새 화면을 보고 다시 골라 주세요",
+        "The game moved on since your view; choose again from the new view",
+    ),
     "TOO_MANY_SPECTATORS": (S.RESOURCE_EXHAUSTED, "관전자가 너무 많아요", "Too many spectators"),
     "ROOM_BUSY": (S.ABORTED, "잠시 후 다시 시도해 주세요", "The room is busy; try again"),
     "ENGINE_UNAVAILABLE": (

@@ -110,7 +110,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
         bind_rpc_fields(room_id=request.token.partition(".")[0][:16], client_seq=request.client_seq)
         try:
-            response = await self.rooms.play(request.token, request.client_seq, request.action)
+            expected = request.expected_move_seq if request.HasField("expected_move_seq") else None
+            response = await self.rooms.play(request.token, request.client_seq, request.action, expected)
         except ServiceError as err:
             await self._refuse(context, err)
         bind_rpc_fields(seq=response.seq, duplicate=response.duplicate)

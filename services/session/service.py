@@ -570,7 +570,15 @@ class RoomService:
 
     # -- play ----------------------------------------------------------------------------------
 
-    async def play(self, token: str, client_seq: int, action: game_pb2.Action) -> pb.PlayResponse:
+    async def play(
+        self,
+        token: str,
+        client_seq: int,
+        action: game_pb2.Action,
+        expected_move_seq: int | None = None,
+    ) -> pb.PlayResponse:
+        """Apply one play; ``expected_move_seq`` (the move counter of the view it was chosen from)
+        refuses it with VIEW_OUTDATED once the game has moved past that view."""
         if client_seq < 1:
             raise session_error("INVALID_CLIENT_SEQ")
         if not action.card_id:
@@ -596,6 +604,10 @@ class RoomService:
                 raise session_error("STALE", clientSeq=client_seq, lastClientSeq=seat.last_client_seq)
             if doc.phase == pb.ROOM_PHASE_LOBBY:
                 raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
+            # After the client_seq checks, so a resent play still gets its first outcome: a play
+            # chosen for an older situation must not land at today's total just because it is legal.
+            if expected_move_seq is not None and expected_move_seq != doc.state.seq:
+                raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
             applied = await self._engine(
                 "Apply",
                 self.engine.apply(

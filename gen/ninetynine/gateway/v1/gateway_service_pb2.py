@@ -28,7 +28,7 @@ from ninetynine.engine.v1 import view_pb2 as ninetynine_dot_engine_dot_v1_dot_vi
 from ninetynine.session.v1 import session_service_pb2 as ninetynine_dot_session_dot_v1_dot_session__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+ninetynine/gateway/v1/gateway_service.proto\x12\x15ninetynine.gateway.v1\x1a!ninetynine/engine/v1/events.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a\x1fninetynine/engine/v1/view.proto\x1a+ninetynine/session/v1/session_service.proto\"G\n\x0e\x43onnectRequest\x12\x35\n\x07message\x18\x01 \x01(\x0b\x32$.ninetynine.gateway.v1.ClientMessage\"H\n\x0f\x43onnectResponse\x12\x35\n\x07message\x18\x01 \x01(\x0b\x32$.ninetynine.gateway.v1.ServerMessage\"\x94\x05\n\rClientMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12-\n\x05hello\x18\n \x01(\x0b\x32\x1c.ninetynine.gateway.v1.HelloH\x00\x12\x38\n\x0b\x63reate_room\x18\x0b \x01(\x0b\x32!.ninetynine.gateway.v1.CreateRoomH\x00\x12\x34\n\tjoin_room\x18\x0c \x01(\x0b\x32\x1f.ninetynine.gateway.v1.JoinRoomH\x00\x12\x33\n\x08spectate\x18\r \x01(\x0b\x32\x1f.ninetynine.gateway.v1.SpectateH\x00\x12/\n\x06resume\x18\x0e \x01(\x0b\x32\x1d.ninetynine.gateway.v1.ResumeH\x00\x12\x36\n\nlist_rooms\x18\x0f \x01(\x0b\x32 .ninetynine.gateway.v1.ListRoomsH\x00\x12\x30\n\x07\x61\x64\x64_bot\x18\x10 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.AddBotH\x00\x12\x36\n\nstart_game\x18\x11 \x01(\x0b\x32 .ninetynine.gateway.v1.StartGameH\x00\x12\x36\n\nleave_room\x18\x12 \x01(\x0b\x32 .ninetynine.gateway.v1.LeaveRoomH\x00\x12+\n\x04play\x18\x13 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PlayH\x00\x12\x36\n\nget_replay\x18\x14 \x01(\x0b\x32 .ninetynine.gateway.v1.GetReplayH\x00\x12+\n\x04ping\x18\x15 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PingH\x00\x42\x06\n\x04kind\"%\n\x05Hello\x12\x0c\n\x04lang\x18\x01 \x01(\t\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\"Y\n\nCreateRoom\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05seats\x18\x02 \x01(\r\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\")\n\x08JoinRoom\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x1b\n\x08Spectate\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"*\n\x06Resume\x12\r\n\x05token\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"\x0b\n\tListRooms\"\x08\n\x06\x41\x64\x64\x42ot\"\x0b\n\tStartGame\"\x0b\n\tLeaveRoom\"H\n\x04Play\x12\x12\n\nclient_seq\x18\x01 \x01(\x04\x12,\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\"\x1c\n\tGetReplay\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"\x06\n\x04Ping\"\xa3\x05\n\rServerMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x31\n\x07welcome\x18\n \x01(\x0b\x32\x1e.ninetynine.gateway.v1.WelcomeH\x00\x12/\n\x06joined\x18\x0b \x01(\x0b\x32\x1d.ninetynine.gateway.v1.JoinedH\x00\x12\x31\n\x04room\x18\x0c \x01(\x0b\x32!.ninetynine.gateway.v1.RoomUpdateH\x00\x12\x30\n\x05rooms\x18\r \x01(\x0b\x32\x1f.ninetynine.gateway.v1.RoomListH\x00\x12\x31\n\x05\x65vent\x18\x0e \x01(\x0b\x32 .ninetynine.gateway.v1.EventPushH\x00\x12/\n\x04view\x18\x0f \x01(\x0b\x32\x1f.ninetynine.gateway.v1.ViewPushH\x00\x12\x33\n\x08snapshot\x18\x10 \x01(\x0b\x32\x1f.ninetynine.session.v1.SnapshotH\x00\x12/\n\x06played\x18\x11 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.PlayedH\x00\x12+\n\x04left\x18\x12 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.LeftH\x00\x12/\n\x06replay\x18\x13 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.ReplayH\x00\x12+\n\x04pong\x18\x14 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PongH\x00\x12\x31\n\x07goodbye\x18\x15 \x01(\x0b\x32\x1e.ninetynine.gateway.v1.GoodbyeH\x00\x12-\n\x05\x65rror\x18\x16 \x01(\x0b\x32\x1c.ninetynine.gateway.v1.ErrorH\x00\x42\x06\n\x04kind\"g\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x19\n\x11heartbeat_seconds\x18\x02 \x01(\r\x12\x19\n\x11max_message_bytes\x18\x03 \x01(\r\x12\x0c\n\x04lang\x18\x04 \x01(\t\"W\n\x06Joined\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x0c\n\x04role\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\x08\"7\n\nRoomUpdate\x12)\n\x04room\x18\x01 \x01(\x0b\x32\x1b.ninetynine.session.v1.Room\"6\n\x08RoomList\x12*\n\x05rooms\x18\x01 \x03(\x0b\x32\x1b.ninetynine.session.v1.Room\"T\n\tEventPush\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1b.ninetynine.engine.v1.Event\x12\x0e\n\x06source\x18\x03 \x01(\t\"E\n\x08ViewPush\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12,\n\x04view\x18\x02 \x01(\x0b\x32\x1e.ninetynine.engine.v1.GameView\")\n\x06Played\x12\x12\n\nclient_seq\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"\x17\n\x04Left\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"S\n\x06Replay\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x38\n\x06replay\x18\x02 \x01(\x0b\x32(.ninetynine.session.v1.GetReplayResponse\"\x06\n\x04Pong\"1\n\x07Goodbye\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x02 \x01(\r\"\xa6\x01\n\x05\x45rror\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12<\n\x08metadata\x18\x03 \x03(\x0b\x32*.ninetynine.gateway.v1.Error.MetadataEntry\x12\r\n\x05\x66\x61tal\x18\x04 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32n\n\x0eGatewayService\x12\\\n\x07\x43onnect\x12%.ninetynine.gateway.v1.ConnectRequest\x1a&.ninetynine.gateway.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+ninetynine/gateway/v1/gateway_service.proto\x12\x15ninetynine.gateway.v1\x1a!ninetynine/engine/v1/events.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a\x1fninetynine/engine/v1/view.proto\x1a+ninetynine/session/v1/session_service.proto\"G\n\x0e\x43onnectRequest\x12\x35\n\x07message\x18\x01 \x01(\x0b\x32$.ninetynine.gateway.v1.ClientMessage\"H\n\x0f\x43onnectResponse\x12\x35\n\x07message\x18\x01 \x01(\x0b\x32$.ninetynine.gateway.v1.ServerMessage\"\x94\x05\n\rClientMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12-\n\x05hello\x18\n \x01(\x0b\x32\x1c.ninetynine.gateway.v1.HelloH\x00\x12\x38\n\x0b\x63reate_room\x18\x0b \x01(\x0b\x32!.ninetynine.gateway.v1.CreateRoomH\x00\x12\x34\n\tjoin_room\x18\x0c \x01(\x0b\x32\x1f.ninetynine.gateway.v1.JoinRoomH\x00\x12\x33\n\x08spectate\x18\r \x01(\x0b\x32\x1f.ninetynine.gateway.v1.SpectateH\x00\x12/\n\x06resume\x18\x0e \x01(\x0b\x32\x1d.ninetynine.gateway.v1.ResumeH\x00\x12\x36\n\nlist_rooms\x18\x0f \x01(\x0b\x32 .ninetynine.gateway.v1.ListRoomsH\x00\x12\x30\n\x07\x61\x64\x64_bot\x18\x10 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.AddBotH\x00\x12\x36\n\nstart_game\x18\x11 \x01(\x0b\x32 .ninetynine.gateway.v1.StartGameH\x00\x12\x36\n\nleave_room\x18\x12 \x01(\x0b\x32 .ninetynine.gateway.v1.LeaveRoomH\x00\x12+\n\x04play\x18\x13 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PlayH\x00\x12\x36\n\nget_replay\x18\x14 \x01(\x0b\x32 .ninetynine.gateway.v1.GetReplayH\x00\x12+\n\x04ping\x18\x15 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PingH\x00\x42\x06\n\x04kind\"%\n\x05Hello\x12\x0c\n\x04lang\x18\x01 \x01(\t\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\"Y\n\nCreateRoom\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05seats\x18\x02 \x01(\r\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\")\n\x08JoinRoom\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x1b\n\x08Spectate\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"*\n\x06Resume\x12\r\n\x05token\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"\x0b\n\tListRooms\"\x08\n\x06\x41\x64\x64\x42ot\"\x0b\n\tStartGame\"\x0b\n\tLeaveRoom\"~\n\x04Play\x12\x12\n\nclient_seq\x18\x01 \x01(\x04\x12,\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x1e\n\x11\x65xpected_move_seq\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x14\n\x12_expected_move_seq\"\x1c\n\tGetReplay\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"\x06\n\x04Ping\"\xa3\x05\n\rServerMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x31\n\x07welcome\x18\n \x01(\x0b\x32\x1e.ninetynine.gateway.v1.WelcomeH\x00\x12/\n\x06joined\x18\x0b \x01(\x0b\x32\x1d.ninetynine.gateway.v1.JoinedH\x00\x12\x31\n\x04room\x18\x0c \x01(\x0b\x32!.ninetynine.gateway.v1.RoomUpdateH\x00\x12\x30\n\x05rooms\x18\r \x01(\x0b\x32\x1f.ninetynine.gateway.v1.RoomListH\x00\x12\x31\n\x05\x65vent\x18\x0e \x01(\x0b\x32 .ninetynine.gateway.v1.EventPushH\x00\x12/\n\x04view\x18\x0f \x01(\x0b\x32\x1f.ninetynine.gateway.v1.ViewPushH\x00\x12\x33\n\x08snapshot\x18\x10 \x01(\x0b\x32\x1f.ninetynine.session.v1.SnapshotH\x00\x12/\n\x06played\x18\x11 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.PlayedH\x00\x12+\n\x04left\x18\x12 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.LeftH\x00\x12/\n\x06replay\x18\x13 \x01(\x0b\x32\x1d.ninetynine.gateway.v1.ReplayH\x00\x12+\n\x04pong\x18\x14 \x01(\x0b\x32\x1b.ninetynine.gateway.v1.PongH\x00\x12\x31\n\x07goodbye\x18\x15 \x01(\x0b\x32\x1e.ninetynine.gateway.v1.GoodbyeH\x00\x12-\n\x05\x65rror\x18\x16 \x01(\x0b\x32\x1c.ninetynine.gateway.v1.ErrorH\x00\x42\x06\n\x04kind\"g\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x19\n\x11heartbeat_seconds\x18\x02 \x01(\r\x12\x19\n\x11max_message_bytes\x18\x03 \x01(\r\x12\x0c\n\x04lang\x18\x04 \x01(\t\"W\n\x06Joined\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x0c\n\x04role\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\x08\"7\n\nRoomUpdate\x12)\n\x04room\x18\x01 \x01(\x0b\x32\x1b.ninetynine.session.v1.Room\"6\n\x08RoomList\x12*\n\x05rooms\x18\x01 \x03(\x0b\x32\x1b.ninetynine.session.v1.Room\"T\n\tEventPush\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1b.ninetynine.engine.v1.Event\x12\x0e\n\x06source\x18\x03 \x01(\t\"E\n\x08ViewPush\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12,\n\x04view\x18\x02 \x01(\x0b\x32\x1e.ninetynine.engine.v1.GameView\")\n\x06Played\x12\x12\n\nclient_seq\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"\x17\n\x04Left\x12\x0f\n\x07room_id\x18\x01 \x01(\t\"S\n\x06Replay\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x38\n\x06replay\x18\x02 \x01(\x0b\x32(.ninetynine.session.v1.GetReplayResponse\"\x06\n\x04Pong\"1\n\x07Goodbye\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x02 \x01(\r\"\xa6\x01\n\x05\x45rror\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12<\n\x08metadata\x18\x03 \x03(\x0b\x32*.ninetynine.gateway.v1.Error.MetadataEntry\x12\r\n\x05\x66\x61tal\x18\x04 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32n\n\x0eGatewayService\x12\\\n\x07\x43onnect\x12%.ninetynine.gateway.v1.ConnectRequest\x1a&.ninetynine.gateway.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -62,39 +62,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LEAVEROOM']._serialized_start=1308
   _globals['_LEAVEROOM']._serialized_end=1319
   _globals['_PLAY']._serialized_start=1321
-  _globals['_PLAY']._serialized_end=1393
-  _globals['_GETREPLAY']._serialized_start=1395
-  _globals['_GETREPLAY']._serialized_end=1423
-  _globals['_PING']._serialized_start=1425
-  _globals['_PING']._serialized_end=1431
-  _globals['_SERVERMESSAGE']._serialized_start=1434
-  _globals['_SERVERMESSAGE']._serialized_end=2109
-  _globals['_WELCOME']._serialized_start=2111
-  _globals['_WELCOME']._serialized_end=2214
-  _globals['_JOINED']._serialized_start=2216
-  _globals['_JOINED']._serialized_end=2303
-  _globals['_ROOMUPDATE']._serialized_start=2305
-  _globals['_ROOMUPDATE']._serialized_end=2360
-  _globals['_ROOMLIST']._serialized_start=2362
-  _globals['_ROOMLIST']._serialized_end=2416
-  _globals['_EVENTPUSH']._serialized_start=2418
-  _globals['_EVENTPUSH']._serialized_end=2502
-  _globals['_VIEWPUSH']._serialized_start=2504
-  _globals['_VIEWPUSH']._serialized_end=2573
-  _globals['_PLAYED']._serialized_start=2575
-  _globals['_PLAYED']._serialized_end=2616
-  _globals['_LEFT']._serialized_start=2618
-  _globals['_LEFT']._serialized_end=2641
-  _globals['_REPLAY']._serialized_start=2643
-  _globals['_REPLAY']._serialized_end=2726
-  _globals['_PONG']._serialized_start=2728
-  _globals['_PONG']._serialized_end=2734
-  _globals['_GOODBYE']._serialized_start=2736
-  _globals['_GOODBYE']._serialized_end=2785
-  _globals['_ERROR']._serialized_start=2788
-  _globals['_ERROR']._serialized_end=2954
-  _globals['_ERROR_METADATAENTRY']._serialized_start=2907
-  _globals['_ERROR_METADATAENTRY']._serialized_end=2954
-  _globals['_GATEWAYSERVICE']._serialized_start=2956
-  _globals['_GATEWAYSERVICE']._serialized_end=3066
+  _globals['_PLAY']._serialized_end=1447
+  _globals['_GETREPLAY']._serialized_start=1449
+  _globals['_GETREPLAY']._serialized_end=1477
+  _globals['_PING']._serialized_start=1479
+  _globals['_PING']._serialized_end=1485
+  _globals['_SERVERMESSAGE']._serialized_start=1488
+  _globals['_SERVERMESSAGE']._serialized_end=2163
+  _globals['_WELCOME']._serialized_start=2165
+  _globals['_WELCOME']._serialized_end=2268
+  _globals['_JOINED']._serialized_start=2270
+  _globals['_JOINED']._serialized_end=2357
+  _globals['_ROOMUPDATE']._serialized_start=2359
+  _globals['_ROOMUPDATE']._serialized_end=2414
+  _globals['_ROOMLIST']._serialized_start=2416
+  _globals['_ROOMLIST']._serialized_end=2470
+  _globals['_EVENTPUSH']._serialized_start=2472
+  _globals['_EVENTPUSH']._serialized_end=2556
+  _globals['_VIEWPUSH']._serialized_start=2558
+  _globals['_VIEWPUSH']._serialized_end=2627
+  _globals['_PLAYED']._serialized_start=2629
+  _globals['_PLAYED']._serialized_end=2670
+  _globals['_LEFT']._serialized_start=2672
+  _globals['_LEFT']._serialized_end=2695
+  _globals['_REPLAY']._serialized_start=2697
+  _globals['_REPLAY']._serialized_end=2780
+  _globals['_PONG']._serialized_start=2782
+  _globals['_PONG']._serialized_end=2788
+  _globals['_GOODBYE']._serialized_start=2790
+  _globals['_GOODBYE']._serialized_end=2839
+  _globals['_ERROR']._serialized_start=2842
+  _globals['_ERROR']._serialized_end=3008
+  _globals['_ERROR_METADATAENTRY']._serialized_start=2961
+  _globals['_ERROR_METADATAENTRY']._serialized_end=3008
+  _globals['_GATEWAYSERVICE']._serialized_start=3010
+  _globals['_GATEWAYSERVICE']._serialized_end=3120
 # @@protoc_insertion_point(module_scope)

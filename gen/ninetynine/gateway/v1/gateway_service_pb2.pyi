@@ -342,8 +342,13 @@ class Play(_message.Message):
 
     CLIENT_SEQ_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
+    EXPECTED_MOVE_SEQ_FIELD_NUMBER: _builtins.int
     client_seq: _builtins.int
     """Positive, increasing per seat; the same value again returns the first outcome."""
+    expected_move_seq: _builtins.int
+    """The game move counter (GameView.seq) of the view the play was chosen from; when set and
+    the game has moved on since, nothing is applied and the reply is Error VIEW_OUTDATED.
+    """
     @_builtins.property
     def action(self) -> _game_pb2.Action: ...
     def __init__(
@@ -351,12 +356,15 @@ class Play(_message.Message):
         *,
         client_seq: _builtins.int = ...,
         action: _game_pb2.Action | None = ...,
+        expected_move_seq: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq", "action", b"action", "expected_move_seq", b"expected_move_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "client_seq", b"client_seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq", "action", b"action", "client_seq", b"client_seq", "expected_move_seq", b"expected_move_seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__expected_move_seq: _TypeAlias = _typing.Literal["expected_move_seq"]  # noqa: Y015
+    _WhichOneofArgType__expected_move_seq: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__expected_move_seq) -> _WhichOneofReturnType__expected_move_seq | None: ...
 
 Global___Play: _TypeAlias = Play  # noqa: Y015
 

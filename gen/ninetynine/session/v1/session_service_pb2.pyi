@@ -537,10 +537,19 @@ class PlayRequest(_message.Message):
     TOKEN_FIELD_NUMBER: _builtins.int
     CLIENT_SEQ_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
+    EXPECTED_MOVE_SEQ_FIELD_NUMBER: _builtins.int
     token: _builtins.str
     client_seq: _builtins.int
     """Strictly increasing per seat. The same value again returns the first outcome and
     applies nothing; a smaller one is refused (ABORTED, reason STALE).
+    """
+    expected_move_seq: _builtins.int
+    """The game move counter (GameView.seq) of the view the play was chosen from. When set and
+    the game has moved on since (a timeout, a bot or any other move), nothing is applied and
+    the play is refused (ABORTED, reason VIEW_OUTDATED; metadata moveSeq, currentMoveSeq),
+    so a play chosen for an old situation never lands at a new total. Checked after the
+    client_seq checks: a repeated client_seq still returns its first outcome. Unset: the
+    play is applied to whatever the game is now, if the rules allow it.
     """
     @_builtins.property
     def action(self) -> _game_pb2.Action: ...
@@ -550,12 +559,15 @@ class PlayRequest(_message.Message):
         token: _builtins.str = ...,
         client_seq: _builtins.int = ...,
         action: _game_pb2.Action | None = ...,
+        expected_move_seq: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq", "action", b"action", "expected_move_seq", b"expected_move_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "client_seq", b"client_seq", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq", "action", b"action", "client_seq", b"client_seq", "expected_move_seq", b"expected_move_seq", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__expected_move_seq: _TypeAlias = _typing.Literal["expected_move_seq"]  # noqa: Y015
+    _WhichOneofArgType__expected_move_seq: _TypeAlias = _typing.Literal["_expected_move_seq", b"_expected_move_seq"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__expected_move_seq) -> _WhichOneofReturnType__expected_move_seq | None: ...
 
 Global___PlayRequest: _TypeAlias = PlayRequest  # noqa: Y015
 

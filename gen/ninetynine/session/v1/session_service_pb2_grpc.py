@@ -173,7 +173,8 @@ class SessionServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Play(self, request, context):
-        """Play a card. Idempotent by client_seq; answers only once the move is durable.
+        """Play a card. Idempotent by client_seq; answers only once the move is durable. With
+        expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

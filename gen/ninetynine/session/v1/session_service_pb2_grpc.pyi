@@ -56,7 +56,9 @@ class SessionServiceStub:
     ListRooms: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.ListRoomsRequest, _session_service_pb2.ListRoomsResponse]
     """Open rooms (lobby phase), newest first, paginated."""
     Play: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.PlayRequest, _session_service_pb2.PlayResponse]
-    """Play a card. Idempotent by client_seq; answers only once the move is durable."""
+    """Play a card. Idempotent by client_seq; answers only once the move is durable. With
+    expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
+    """
     GetView: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetViewRequest, _session_service_pb2.GetViewResponse]
     """The caller's current view (own hand and legal plays for a seat token)."""
     Subscribe: _grpc.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]
@@ -96,7 +98,9 @@ class SessionServiceAsyncStub(SessionServiceStub):
     ListRooms: _aio.UnaryUnaryMultiCallable[_session_service_pb2.ListRoomsRequest, _session_service_pb2.ListRoomsResponse]  # type: ignore[assignment]
     """Open rooms (lobby phase), newest first, paginated."""
     Play: _aio.UnaryUnaryMultiCallable[_session_service_pb2.PlayRequest, _session_service_pb2.PlayResponse]  # type: ignore[assignment]
-    """Play a card. Idempotent by client_seq; answers only once the move is durable."""
+    """Play a card. Idempotent by client_seq; answers only once the move is durable. With
+    expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
+    """
     GetView: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetViewRequest, _session_service_pb2.GetViewResponse]  # type: ignore[assignment]
     """The caller's current view (own hand and legal plays for a seat token)."""
     Subscribe: _aio.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]  # type: ignore[assignment]
@@ -187,7 +191,9 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _session_service_pb2.PlayRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.PlayResponse, _abc.Awaitable[_session_service_pb2.PlayResponse]]:
-        """Play a card. Idempotent by client_seq; answers only once the move is durable."""
+        """Play a card. Idempotent by client_seq; answers only once the move is durable. With
+        expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
+        """
 
     @_abc_1.abstractmethod
     def GetView(
