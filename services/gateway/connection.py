@@ -519,11 +519,10 @@ class Connection:
             self.send_error("SPECTATOR_CANNOT_ACT", reply_id, {"clientSeq": str(play.client_seq)})
             return
         bind_rpc_fields(client_seq=play.client_seq, card_id=play.action.card_id)
-        resp = await self.session.Play(
-            spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action),
-            metadata=self._meta(),
-            timeout=SESSION_TIMEOUT_S,
-        )
+        request = spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action)
+        if play.HasField("expected_move_seq"):  # unset and 0 differ: 0 names the opening view
+            request.expected_move_seq = play.expected_move_seq
+        resp = await self.session.Play(request, metadata=self._meta(), timeout=SESSION_TIMEOUT_S)
         bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
         played = gw.Played(client_seq=resp.client_seq or play.client_seq, seq=resp.seq)
         self.deliver(Outgoing(gw.ServerMessage(played=played), reply_id, play_received=received))

@@ -601,6 +601,8 @@ def client_from_json(raw: Mapping[str, Any]) -> gw.ClientMessage:
         msg.resume.after_seq = int(raw["afterSeq"])
     elif kind == "play":
         msg.play.client_seq = int(raw["clientSeq"])
+        if "moveSeq" in raw:
+            msg.play.expected_move_seq = int(raw["moveSeq"])
         action_from_json(raw["action"], msg.play.action)
     elif kind == "getReplay":
         msg.get_replay.room_id = str(raw["roomId"])
