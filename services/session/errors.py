@@ -47,6 +47,16 @@ REASONS: dict[str, tuple[grpc.StatusCode, str, str]] = {
         "The game moved on since your view; choose again from the new view",
     ),
     "TOO_MANY_SPECTATORS": (S.RESOURCE_EXHAUSTED, "관전자가 너무 많아요", "Too many spectators"),
+    "INVALID_SUBSCRIPTION": (
+        S.INVALID_ARGUMENT,
+        "구독 번호는 1 이상이어야 해요",
+        "A subscription id must be 1 or more",
+    ),
+    "TOO_MANY_SUBSCRIPTIONS": (
+        S.RESOURCE_EXHAUSTED,
+        "한 연결에 구독이 너무 많아요",
+        "Too many subscriptions on one stream",
+    ),
     "ROOM_BUSY": (S.ABORTED, "잠시 후 다시 시도해 주세요", "The room is busy; try again"),
     "ENGINE_UNAVAILABLE": (
         S.UNAVAILABLE,

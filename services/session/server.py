@@ -12,7 +12,7 @@ scheduler stops, then the store and the engine channel close.
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, NoReturn
 
 import grpc
@@ -32,6 +32,7 @@ from services.common.metrics import rpc_histogram, start_metrics_server
 from services.common.runner import add_service_flags, run_service
 from services.engine.client import EngineClient
 from services.session.errors import DOMAIN
+from services.session.multiplex import SubscribeMany
 from services.session.service import RoomService, SessionMetrics
 from services.session.store import InvalidStoreInput, open_store
 
@@ -138,6 +139,20 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                 yield item
         except ServiceError as err:
             await self._refuse(context, err)
+
+    async def SubscribeMany(  # type: ignore[override]  # yields pre-serialized bytes
+        self, request_iterator: AsyncIterable[pb.SubscribeManyRequest], context: Context
+    ) -> AsyncIterator[bytes]:
+        metadata = context.invocation_metadata() or ()
+        stream_lang = next((str(v) for k, v in metadata if k == "accept-language"), "")
+        stream = SubscribeMany(self.rooms, stream_lang)
+        try:
+            async for message in stream.run(request_iterator):
+                yield message
+        except ServiceError as err:
+            await self._refuse(context, err)
+        finally:
+            bind_rpc_fields(subscriptions=stream.opened)
 
     async def GetResult(self, request: pb.GetResultRequest, context: Context) -> pb.GetResultResponse:
         try:

@@ -1025,6 +1025,163 @@ class EventBatch(_message.Message):
 Global___EventBatch: _TypeAlias = EventBatch  # noqa: Y015
 
 @_typing.final
+class SubscribeManyRequest(_message.Message):
+    """One instruction on a SubscribeMany stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    CLOSE_FIELD_NUMBER: _builtins.int
+    close: _builtins.int
+    """End the subscription with this id (the client left); nothing more is sent for it."""
+    @_builtins.property
+    def open(self) -> Global___OpenSubscription:
+        """Start a subscription."""
+
+    def __init__(
+        self,
+        *,
+        open: Global___OpenSubscription | None = ...,
+        close: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "close", b"close", "open", b"open"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "close", b"close", "open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_action: _TypeAlias = _typing.Literal["open", "close"]  # noqa: Y015
+    _WhichOneofArgType_action: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_action) -> _WhichOneofReturnType_action | None: ...
+
+Global___SubscribeManyRequest: _TypeAlias = SubscribeManyRequest  # noqa: Y015
+
+@_typing.final
+class OpenSubscription(_message.Message):
+    """A subscription on a SubscribeMany stream: what Subscribe takes, plus what a Subscribe call
+    would carry in its metadata.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    REQUEST_FIELD_NUMBER: _builtins.int
+    ACCEPT_LANGUAGE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """Chosen by the caller, unique among the stream's open subscriptions; not 0."""
+    accept_language: _builtins.str
+    """The subscriber's language for views and texts, as an accept-language value ("ko", "en")."""
+    request_id: _builtins.str
+    """Correlates the subscription's log lines with the caller's (x-request-id rules)."""
+    @_builtins.property
+    def request(self) -> Global___SubscribeRequest:
+        """As for Subscribe; `batched` is implied."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        request: Global___SubscribeRequest | None = ...,
+        accept_language: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_language", b"accept_language", "id", b"id", "request", b"request", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OpenSubscription: _TypeAlias = OpenSubscription  # noqa: Y015
+
+@_typing.final
+class SubscribeManyResponse(_message.Message):
+    """Items of one or more subscriptions, each in the order its own Subscribe stream would send them."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubscriptionItem]: ...
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[Global___SubscriptionItem] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubscribeManyResponse: _TypeAlias = SubscribeManyResponse  # noqa: Y015
+
+@_typing.final
+class SubscriptionItem(_message.Message):
+    """One item of one subscription."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    @_builtins.property
+    def response(self) -> Global___SubscribeResponse:
+        """What Subscribe (batched) would have sent."""
+
+    @_builtins.property
+    def end(self) -> Global___SubscriptionEnd:
+        """The subscription is over; no more items carry its id."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        response: Global___SubscribeResponse | None = ...,
+        end: Global___SubscriptionEnd | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "item", b"item", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "id", b"id", "item", b"item", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["response", "end"]  # noqa: Y015
+    _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
+
+Global___SubscriptionItem: _TypeAlias = SubscriptionItem  # noqa: Y015
+
+@_typing.final
+class SubscriptionEnd(_message.Message):
+    """How a subscription ended: the status its Subscribe call would have ended with."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    STATUS_DETAILS_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A google.rpc.Code value; 0 (OK) when the stream ended normally (the game is over)."""
+    message: _builtins.str
+    """The status message, in the subscription's language."""
+    status_details: _builtins.bytes
+    """A serialized google.rpc.Status with one google.rpc.ErrorInfo, as the grpc-status-details-bin
+    trailer of Subscribe would carry it; empty when the code is OK.
+    """
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        status_details: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "status_details", b"status_details"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubscriptionEnd: _TypeAlias = SubscriptionEnd  # noqa: Y015
+
+@_typing.final
 class GetResultRequest(_message.Message):
     """Ask for the result of a finished game."""
 

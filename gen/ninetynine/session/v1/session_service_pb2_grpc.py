@@ -95,6 +95,11 @@ class SessionServiceStub:
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeResponse.FromString,
                 _registered_method=True)
+        self.SubscribeMany = channel.stream_stream(
+                '/ninetynine.session.v1.SessionService/SubscribeMany',
+                request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.FromString,
+                _registered_method=True)
         self.GetResult = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/GetResult',
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.GetResultRequest.SerializeToString,
@@ -195,6 +200,17 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubscribeMany(self, request_iterator, context):
+        """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
+        gateway opens a few of these instead of one Subscribe per client). Each `open` starts a
+        subscription under an id the caller picks; its items come back tagged with that id, and the
+        items of several subscriptions that are ready together travel in one message. A failed
+        subscription ends with its own status; the stream itself goes on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetResult(self, request, context):
         """The result of a finished game.
         """
@@ -266,6 +282,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.Subscribe,
                     request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeRequest.FromString,
                     response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeResponse.SerializeToString,
+            ),
+            'SubscribeMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.SubscribeMany,
+                    request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.FromString,
+                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.SerializeToString,
             ),
             'GetResult': grpc.unary_unary_rpc_method_handler(
                     servicer.GetResult,
@@ -581,6 +602,33 @@ class SessionService:
             '/ninetynine.session.v1.SessionService/Subscribe',
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeRequest.SerializeToString,
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubscribeMany(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/ninetynine.session.v1.SessionService/SubscribeMany',
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.SerializeToString,
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

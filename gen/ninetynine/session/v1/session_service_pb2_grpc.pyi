@@ -65,6 +65,13 @@ class SessionServiceStub:
     """Missed events since after_seq, then live ones, filtered for the caller; a view after
     every move.
     """
+    SubscribeMany: _grpc.StreamStreamMultiCallable[_session_service_pb2.SubscribeManyRequest, _session_service_pb2.SubscribeManyResponse]
+    """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
+    gateway opens a few of these instead of one Subscribe per client). Each `open` starts a
+    subscription under an id the caller picks; its items come back tagged with that id, and the
+    items of several subscriptions that are ready together travel in one message. A failed
+    subscription ends with its own status; the stream itself goes on.
+    """
     GetResult: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetResultRequest, _session_service_pb2.GetResultResponse]
     """The result of a finished game."""
     GetReplay: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetReplayRequest, _session_service_pb2.GetReplayResponse]
@@ -106,6 +113,13 @@ class SessionServiceAsyncStub(SessionServiceStub):
     Subscribe: _aio.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]  # type: ignore[assignment]
     """Missed events since after_seq, then live ones, filtered for the caller; a view after
     every move.
+    """
+    SubscribeMany: _aio.StreamStreamMultiCallable[_session_service_pb2.SubscribeManyRequest, _session_service_pb2.SubscribeManyResponse]  # type: ignore[assignment]
+    """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
+    gateway opens a few of these instead of one Subscribe per client). Each `open` starts a
+    subscription under an id the caller picks; its items come back tagged with that id, and the
+    items of several subscriptions that are ready together travel in one message. A failed
+    subscription ends with its own status; the stream itself goes on.
     """
     GetResult: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetResultRequest, _session_service_pb2.GetResultResponse]  # type: ignore[assignment]
     """The result of a finished game."""
@@ -211,6 +225,19 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_session_service_pb2.SubscribeResponse], _abc.AsyncIterator[_session_service_pb2.SubscribeResponse]]:
         """Missed events since after_seq, then live ones, filtered for the caller; a view after
         every move.
+        """
+
+    @_abc_1.abstractmethod
+    def SubscribeMany(
+        self,
+        request_iterator: _MaybeAsyncIterator[_session_service_pb2.SubscribeManyRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_session_service_pb2.SubscribeManyResponse], _abc.AsyncIterator[_session_service_pb2.SubscribeManyResponse]]:
+        """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
+        gateway opens a few of these instead of one Subscribe per client). Each `open` starts a
+        subscription under an id the caller picks; its items come back tagged with that id, and the
+        items of several subscriptions that are ready together travel in one message. A failed
+        subscription ends with its own status; the stream itself goes on.
         """
 
     @_abc_1.abstractmethod
