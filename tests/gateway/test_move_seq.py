@@ -81,6 +81,9 @@ async def test_a_play_from_an_outdated_view_gets_view_outdated_in_the_connection
     )
     assert applied["type"] == "played" and applied["clientSeq"] == 4
     assert applied["seq"] > played["seq"]
+    # The reply may overtake the room stream: read on until the stream has brought that move (the
+    # view after a batch carries the batch's last room seq, whichever of its events this seat got).
+    await english.until(lambda m: m["type"] in ("event", "view") and m["seq"] >= applied["seq"])
     mine = [
         m["event"]
         for m in english.seen

@@ -204,12 +204,12 @@ function resetToLobby() {
   if (app.conn && !demo) app.conn.send({ type: 'listRooms' });
 }
 
-function play(action) {
+function play(action, moveSeq) {
   if (demo) {
     toast(t('demo', { what: JSON.stringify(action) }));
     return;
   }
-  app.conn.play(action);
+  app.conn.play(action, moveSeq);
 }
 
 // -- results and replay ---------------------------------------------------------------------
@@ -292,6 +292,7 @@ function onMessage(msg) {
     case 'error':
       toast(msg.message, msg.reason);
       if (msg.reason === 'INVALID_TOKEN') { toast(t('sessionLost'), msg.reason); resetToLobby(); }
+      if (app.conn?.isLatestPlay?.(msg)) app.table.playRefused(msg.reason, Number(msg.metadata?.currentMoveSeq));
       if (app.view) app.table.render(app.view); // re-enable the hand after a refused play
       break;
     case 'goodbye':

@@ -20,6 +20,12 @@ function saveSession(session) {
   else sessionStorage.removeItem(STORE_KEY);
 }
 
+/** The clientSeq of the play an error answers (its metadata or its `play-<clientSeq>` id); 0 if none. */
+function playOf(msg) {
+  const seq = Number(msg.metadata?.clientSeq ?? String(msg.id ?? '').replace('play-', ''));
+  return Number.isInteger(seq) && seq > 0 ? seq : 0;
+}
+
 export class Connection {
   /**
    * @param {object} opts
@@ -121,15 +127,26 @@ export class Connection {
     return id;
   }
 
-  /** Send a play with a fresh, increasing clientSeq; kept until the server answers so a resume can re-send it. */
-  play(action) {
+  /**
+   * Send a play with a fresh, increasing clientSeq; kept until the server answers so a resume can
+   * re-send it. `moveSeq` is the game move counter of the view it was chosen from: a re-sent play
+   * that meets a game which moved on is refused (VIEW_OUTDATED) rather than applied at a new total.
+   */
+  play(action, moveSeq) {
     const clientSeq = Math.max(Date.now(), this.lastClientSeq + 1);
     this.lastClientSeq = clientSeq;
     sessionStorage.setItem('nn.clientSeq', String(clientSeq));
     const message = { type: 'play', id: `play-${clientSeq}`, clientSeq, action };
+    if (Number.isInteger(moveSeq) && moveSeq >= 0) message.moveSeq = moveSeq;
     this.pendingPlays.set(clientSeq, message);
     this.send(message);
     return clientSeq;
+  }
+
+  /** Whether `msg` (an error) refuses the last play this seat sent (not an earlier, overtaken one). */
+  isLatestPlay(msg) {
+    const seq = playOf(msg);
+    return seq > 0 && seq === this.lastClientSeq;
   }
 
   forgetSession() {
@@ -188,7 +205,7 @@ export class Connection {
         this.pendingPlays.delete(msg.clientSeq);
         break;
       case 'error': {
-        const seq = Number(msg.metadata?.clientSeq ?? String(msg.id ?? '').replace('play-', ''));
+        const seq = playOf(msg);
         if (this.pendingPlays.has(seq)) this.pendingPlays.delete(seq);
         if (msg.reason === 'INVALID_TOKEN') this.forgetSession();
         break;

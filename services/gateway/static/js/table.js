@@ -23,7 +23,7 @@ export function gaugeLevel(total) {
 export class Table {
   /**
    * @param {HTMLElement} root the #screen-table element
-   * @param {{play: (action: object) => void, toast: (text: string, reason?: string) => void}} actions
+   * @param {{play: (action: object, moveSeq: number) => void, toast: (text: string, reason?: string) => void}} actions
    */
   constructor(root, actions) {
     this.root = root;
@@ -80,6 +80,15 @@ export class Table {
   setRoom(room) {
     this.seats = new Map(room.seats.map((s) => [s.playerId, s]));
     if (this.view) this.renderOpponents(this.view, null);
+  }
+
+  /**
+   * A play of ours was refused: let the hand act again, unless the refusal says the game has moved
+   * past the view on screen (VIEW_OUTDATED) — the newer view is on its way and unlocks it itself.
+   */
+  playRefused(reason, currentMoveSeq) {
+    if (reason === 'VIEW_OUTDATED' && this.view && this.view.seq < currentMoveSeq) return;
+    this.sending = false;
   }
 
   /** Render a new view; `previous` (if any) drives the animations. */
@@ -223,7 +232,9 @@ export class Table {
 
   send(action) {
     this.sending = true;
-    this.actions.play(action);
+    // The move counter of the view on screen: the server refuses the play (VIEW_OUTDATED) instead
+    // of applying it at another total if the game moved on meanwhile (a timeout, another device).
+    this.actions.play(action, this.view.seq);
     this.selected = null;
     this.renderHand(this.view);
     this.renderPanel(this.view);
