@@ -309,7 +309,11 @@ class Client:
         self.client_seq += 1
         sent = time.perf_counter()
         on_reply = functools.partial(self._on_played, sent)
-        self._send("play", on_reply, REQUEST_TIMEOUT_S, clientSeq=self.client_seq, action=action)
+        # moveSeq: a play that arrives after a timeout moved the game is refused (VIEW_OUTDATED,
+        # counted as play:VIEW_OUTDATED) rather than applied at a total this player never saw.
+        self._send(
+            "play", on_reply, REQUEST_TIMEOUT_S, clientSeq=self.client_seq, moveSeq=move, action=action
+        )
 
     def _on_played(self, sent: float, reply: Json) -> None:
         if reply["type"] == "error":

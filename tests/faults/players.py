@@ -20,8 +20,9 @@ from tests.gateway.conftest import WsClient
 
 # Refusals a player retries with the same clientSeq: the service was briefly missing.
 TRANSIENT = frozenset({"ENGINE_UNAVAILABLE", "STORE_UNAVAILABLE", "UNAVAILABLE", "ROOM_BUSY"})
-# Refusals that only mean the turn moved on while our play was on its way (a timeout move).
-TURN_MOVED_ON = frozenset({"NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "GAME_FINISHED", "STALE"})
+# Refusals that only mean the turn moved on while our play was on its way (a timeout move); with
+# moveSeq the session says so itself (VIEW_OUTDATED) before the rules are asked.
+TURN_MOVED_ON = frozenset({"NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "GAME_FINISHED", "STALE", "VIEW_OUTDATED"})
 # A play chosen from a view can meet another total when it arrives: the turn timed out (turns are
 # short here, the box is loaded), went round and came back; or it was sent again after a reconnect.
 # Refusals that depend on the total are expected then -- and only then: when the refusal names a
@@ -109,6 +110,7 @@ class WsPlayer:
                     "type": "play",
                     "id": f"p{self.client_seq}",
                     "clientSeq": self.client_seq,
+                    "moveSeq": view["seq"],
                     "action": action,
                 }
                 self.pending_resent = False
