@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -41,6 +41,7 @@ from services.gateway.protocol import (
     clean_metadata,
     gateway_message,
 )
+from services.gateway.relay import SessionRelay
 
 __all__ = ["Connection", "Outgoing", "Transport"]
 
@@ -110,10 +111,13 @@ class Connection:
         limits: Limits,
         metrics: GatewayMetrics,
         *,
+        relay: SessionRelay | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.transport = transport
         self.session = session
+        # Room streams over the gateway's shared SubscribeMany calls; None: one Subscribe each.
+        self.relay = relay
         self.limits = limits
         self.metrics = metrics
         self.clock = clock
@@ -562,9 +566,11 @@ class Connection:
         backoff = 0.2
         while not self._closing and self.binding is binding:
             try:
-                stream = self.session.Subscribe(
-                    spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True),
-                    metadata=self._meta(),
+                request = spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True)
+                stream: AsyncIterable[spb.SubscribeResponse] = (
+                    self.session.Subscribe(request, metadata=self._meta())
+                    if self.relay is None
+                    else self.relay.subscribe(request, self.lang)
                 )
                 async for item in stream:
                     await self._on_stream_item(binding, item)

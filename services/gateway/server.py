@@ -46,6 +46,7 @@ from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.protocol import ProtocolError, parse_text
+from services.gateway.relay import SessionRelay
 
 __all__ = ["GATEWAY_SERVICE_NAME", "Gateway", "RunningGateway", "add_parser", "start_gateway"]
 
@@ -54,6 +55,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 # aiohttp refuses frames above this by itself (close 1009, no goodbye); below it the gateway
 # answers oversized frames with its own errors.
 WS_READ_LIMIT = 1024 * 1024
+# Shared SubscribeMany calls to the session (a few, so several replicas behind round-robin share them).
+DEFAULT_SESSION_STREAMS = 2
 
 log = get_logger(__name__)
 
@@ -187,6 +190,8 @@ class Gateway:
     draining: bool = False
     # JSON of pushed messages shared by the WebSocket connections that receive the same one.
     texts: SharedServerText = field(default_factory=SharedServerText)
+    # The clients' room streams, over a few shared SubscribeMany calls (None: one Subscribe each).
+    relay: SessionRelay | None = None
 
     def _open(self, connection: Connection) -> Connection:
         connection.start()
@@ -218,6 +223,7 @@ class Gateway:
                 self.session,
                 self.limits,
                 self.metrics,
+                relay=self.relay,
             )
         )
         try:
@@ -268,7 +274,9 @@ class Gateway:
         if self.draining:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
         transport = GrpcTransport(context)
-        connection = self._open(Connection(transport, self.session, self.limits, self.metrics))
+        connection = self._open(
+            Connection(transport, self.session, self.limits, self.metrics, relay=self.relay)
+        )
 
         async def read() -> None:
             async for request in requests:
@@ -320,6 +328,8 @@ class RunningGateway:
         await self.gateway.shutdown_clients()
         await self.runner.cleanup()
         await self.grpc_server.stop(grace)
+        if self.gateway.relay is not None:
+            await self.gateway.relay.close()
         await self.channel.close(None)
 
 
@@ -331,13 +341,22 @@ async def start_gateway(
     grpc_port: int = 0,
     limits: Limits | None = None,
     registry: CollectorRegistry | None = REGISTRY,
+    session_streams: int = DEFAULT_SESSION_STREAMS,
 ) -> RunningGateway:
-    """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones)."""
+    """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones).
+
+    ``session_streams`` shared SubscribeMany calls carry the clients' room streams; 0 gives each
+    client its own Subscribe call (the way before SubscribeMany, kept for comparison).
+    """
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
     # load: any replica can serve any room on the Redis store.
     channel = create_channel(session_target, options=[("grpc.lb_policy_name", "round_robin")])
+    stub = spb_grpc.SessionServiceStub(channel)
     gateway = Gateway(
-        spb_grpc.SessionServiceStub(channel), limits or Limits(), GatewayMetrics.create(registry)
+        stub,
+        limits or Limits(),
+        GatewayMetrics.create(registry),
+        relay=SessionRelay(stub, session_streams) if session_streams else None,
     )
     runner = web.AppRunner(gateway.web_app(), access_log=None)
     await runner.setup()
@@ -370,6 +389,7 @@ async def serve_gateway(args: argparse.Namespace) -> None:
         http_port=args.port,
         grpc_port=args.grpc_port,
         limits=limits,
+        session_streams=args.session_streams,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -411,5 +431,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     add_env_argument(parser, "--session", default="localhost:50052", help="session service address")
     add_env_argument(parser, "--heartbeat-seconds", type=int, default=20, help="client ping interval")
     add_env_argument(parser, "--max-message-bytes", type=int, default=4096, help="largest client message")
+    add_env_argument(
+        parser,
+        "--session-streams",
+        type=int,
+        default=DEFAULT_SESSION_STREAMS,
+        help="shared SubscribeMany calls for the clients' room streams (0: one Subscribe per client)",
+    )
     parser.set_defaults(handler=run_command)
     return parser

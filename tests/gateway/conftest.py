@@ -65,9 +65,9 @@ GatewayFactory = Callable[..., Awaitable[RunningGateway]]
 async def make_gateway(backend: Backend) -> AsyncIterator[GatewayFactory]:
     started: list[RunningGateway] = []
 
-    async def start(limits: Limits | None = None) -> RunningGateway:
+    async def start(limits: Limits | None = None, **options: Any) -> RunningGateway:
         running = await start_gateway(
-            session_target=backend.session_target, limits=limits, registry=CollectorRegistry()
+            session_target=backend.session_target, limits=limits, registry=CollectorRegistry(), **options
         )
         started.append(running)
         return running

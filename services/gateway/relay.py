@@ -1,0 +1,159 @@
+"""The gateway's room streams over a few shared SubscribeMany calls instead of one Subscribe each.
+
+Every bound client follows its room. With one ``Subscribe`` per client, a move in a room of four
+was four gRPC messages into this process (and four out of the session); here the clients' room
+streams share ``streams`` SubscribeMany calls, chosen by room so that the subscribers of one room
+share a call and the session can put a whole move's batches in one message.
+
+:meth:`SessionRelay.subscribe` behaves like ``stub.Subscribe(...)`` for its caller: it yields
+``SubscribeResponse`` items and fails with a ``grpc.aio.AioRpcError`` carrying the status (and the
+``ErrorInfo`` trailer) that Subscribe would have failed with, so the caller's retry and error paths
+are the same. When a shared call breaks (a session replica went away), each of its subscriptions
+fails with that call's status and its caller resubscribes from its last seq, on a new call (with
+several replicas behind round-robin, a new call may land on another replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator
+
+import grpc
+import grpc.aio
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+
+from services.common.context import request_id
+from services.common.errors import STATUS_DETAILS_KEY
+from services.common.logging import get_logger
+
+log = get_logger(__name__)
+
+# Items one subscription may have waiting before its reader counts as stuck; it is then ended
+# (UNAVAILABLE) and resubscribes from its last seq, so one slow client cannot grow memory unbounded.
+MAX_PENDING_ITEMS = 2000
+
+_Item = spb.SubscriptionItem | grpc.aio.AioRpcError
+
+
+def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> grpc.aio.AioRpcError:
+    trailers = grpc.aio.Metadata()
+    if status_details:
+        trailers.add(STATUS_DETAILS_KEY, status_details)
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, details, None)
+
+
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+class _SharedCall:
+    """One SubscribeMany call and the subscriptions it carries."""
+
+    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
+        self.index = index
+        self.requests: asyncio.Queue[spb.SubscribeManyRequest] = asyncio.Queue()
+        self.subscriptions: dict[int, asyncio.Queue[_Item]] = {}
+        self.broken = False
+        self.call = stub.SubscribeMany(self._requests())
+        self.reader = asyncio.create_task(self._read())
+
+    async def _requests(self) -> AsyncIterator[spb.SubscribeManyRequest]:
+        while True:
+            yield await self.requests.get()
+
+    async def _read(self) -> None:
+        error: grpc.aio.AioRpcError
+        try:
+            async for message in self.call:
+                for item in message.items:
+                    queue = self.subscriptions.get(item.id)
+                    if queue is None:
+                        continue  # closed meanwhile
+                    if queue.qsize() >= MAX_PENDING_ITEMS:
+                        self.close(item.id)
+                        queue.put_nowait(_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
+                        continue
+                    queue.put_nowait(item)
+            error = _error(grpc.StatusCode.UNAVAILABLE, "the session ended the shared stream")
+        except grpc.aio.AioRpcError as exc:
+            error = exc
+        except asyncio.CancelledError:
+            error = _error(grpc.StatusCode.CANCELLED, "the gateway is closing")
+            raise
+        finally:
+            self.broken = True
+            if self.subscriptions:
+                log.info(
+                    "shared room stream ended",
+                    stream=self.index,
+                    subscriptions=len(self.subscriptions),
+                    code=error.code().name,
+                )
+            for queue in self.subscriptions.values():
+                queue.put_nowait(error)
+            self.subscriptions.clear()
+
+    def open(self, sub_id: int, request: spb.SubscribeRequest, lang: str) -> asyncio.Queue[_Item]:
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self.subscriptions[sub_id] = queue
+        spec = spb.OpenSubscription(id=sub_id, request=request, accept_language=lang, request_id=request_id())
+        self.requests.put_nowait(spb.SubscribeManyRequest(open=spec))
+        return queue
+
+    def close(self, sub_id: int) -> None:
+        if self.subscriptions.pop(sub_id, None) is not None and not self.broken:
+            self.requests.put_nowait(spb.SubscribeManyRequest(close=sub_id))
+
+    def cancel(self) -> None:
+        self.call.cancel()
+        self.reader.cancel()
+
+
+class SessionRelay:
+    """``streams`` shared SubscribeMany calls to the session, opened on first use and after a break."""
+
+    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
+        if streams < 1:
+            raise ValueError("a relay needs at least one stream")
+        self.stub = stub
+        self.calls: list[_SharedCall | None] = [None] * streams
+        self._ids = itertools.count(1)
+
+    def _call_for(self, room_id: str) -> _SharedCall:
+        index = zlib.crc32(room_id.encode()) % len(self.calls)
+        call = self.calls[index]
+        if call is None or call.broken:
+            call = self.calls[index] = _SharedCall(self.stub, index)
+        return call
+
+    async def subscribe(
+        self, request: spb.SubscribeRequest, lang: str
+    ) -> AsyncGenerator[spb.SubscribeResponse, None]:
+        """Like ``Subscribe(request)`` with ``accept-language: lang``, over a shared call."""
+        call = self._call_for(request.token.partition(".")[0])
+        sub_id = next(self._ids)
+        queue = call.open(sub_id, request, lang)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, grpc.aio.AioRpcError):
+                    raise item
+                if item.WhichOneof("item") == "response":
+                    yield item.response
+                    continue
+                end = item.end
+                call.subscriptions.pop(sub_id, None)
+                if end.code == grpc.StatusCode.OK.value[0]:
+                    return
+                raise _error(_CODES.get(end.code, grpc.StatusCode.UNKNOWN), end.message, end.status_details)
+        finally:
+            call.close(sub_id)
+
+    async def close(self) -> None:
+        calls = [call for call in self.calls if call is not None]
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
+        self.calls = [None] * len(self.calls)

@@ -1,0 +1,170 @@
+"""The gateway's room streams over shared SubscribeMany calls (``services/gateway/relay.py``).
+
+Clients must not notice the sharing: the same events as with one Subscribe per client, the same
+refusals (status and ErrorInfo), and a session restart is survived by resubscribing from the last
+seq. Real engine and session servers throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from prometheus_client import CollectorRegistry
+
+from services.common.errors import to_service_error
+from services.engine.server import EngineMetrics, create_engine_server
+from services.gateway import relay as relay_module
+from services.gateway.relay import SessionRelay
+from services.session.server import close_room_service, create_session_server
+from services.session.service import RoomService
+from tests.gateway.conftest import GatewayFactory, WsFactory
+
+
+def _game_events(seen: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    return [(m["seq"], m["event"]["type"]) for m in seen if m["type"] == "event"]
+
+
+async def test_shared_streams_bring_the_same_events_as_one_subscribe_per_client(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    shared = await make_gateway(session_streams=2)
+    single = await make_gateway(session_streams=0)
+    assert shared.gateway.relay is not None and single.gateway.relay is None
+    host = await ws_client(shared)
+    joined = await host.request({"type": "createRoom", "id": "c", "name": "A", "seats": 3})
+    await host.request({"type": "addBot", "id": "b1"})
+    await host.request({"type": "addBot", "id": "b2"})
+    # The same seat followed through the other gateway, from the start.
+    twin = await ws_client(single)
+    resumed = await twin.request({"type": "resume", "id": "r", "token": joined["token"], "afterSeq": 0})
+    assert resumed["type"] == "joined"
+    await host.request({"type": "startGame", "id": "s"})  # turns time out fast: the game ends itself
+
+    def finished(m: dict[str, Any]) -> bool:
+        return bool(m["type"] == "event" and m["event"]["type"] == "gameFinished")
+
+    end = await host.until(finished)
+    await twin.until(lambda m: m["type"] == "event" and m["seq"] >= end["seq"])
+    mine, theirs = _game_events(host.seen), _game_events(twin.seen)
+    seqs = [seq for seq, _ in mine]
+    assert seqs == sorted(set(seqs)), "in order, none twice (room events and others' private ones skip seqs)"
+    common = [e for e in mine if e[0] >= theirs[0][0]]
+    assert common == [e for e in theirs if e[0] <= end["seq"]]
+    assert any(kind == "cardPlayed" for _, kind in common)
+
+
+@pytest.fixture
+async def engine_target() -> AsyncIterator[str]:
+    engine, port, _ = create_engine_server("127.0.0.1:0", metrics=EngineMetrics.create(CollectorRegistry()))
+    await engine.start()
+    yield f"127.0.0.1:{port}"
+    await engine.stop(None)
+
+
+async def _session(address: str, engine_target: str, db: Path) -> tuple[grpc.aio.Server, int, RoomService]:
+    server, port, _, rooms = create_session_server(
+        address,
+        engine_target=engine_target,
+        store_url=f"sqlite:///{db}",
+        bot_think_ms=10,
+        registry=CollectorRegistry(),
+    )
+    await server.start()
+    rooms.start()
+    return server, port, rooms
+
+
+async def _next_batch(stream: AsyncIterator[spb.SubscribeResponse]) -> spb.SubscribeResponse:
+    async with asyncio.timeout(10):
+        async for item in stream:
+            if item.WhichOneof("item") == "batch":
+                return item
+    raise AssertionError("the stream ended")
+
+
+async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
+    engine_target: str, tmp_path: Path
+) -> None:
+    server, port, rooms = await _session("127.0.0.1:0", engine_target, tmp_path / "rooms.db")
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = spb_grpc.SessionServiceStub(channel)
+    relay = SessionRelay(stub, streams=2)
+    try:
+        host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
+        room_id = host.room.room_id
+
+        # A made-up token: refused like Subscribe refuses it (UNAUTHENTICATED, one ErrorInfo).
+        bogus = relay.subscribe(spb.SubscribeRequest(token=f"{room_id}.forged", batched=True), "en")
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await _next_batch(bogus)
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        error = to_service_error(refused.value)
+        assert (error.reason, error.domain) == ("INVALID_TOKEN", "session.ninetynine")
+        assert error.message_en == "Invalid or unknown token"
+
+        stream = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+        first = await _next_batch(stream)
+        last_seq = first.batch.events[-1].seq
+
+        # The session goes away: the subscription fails as a broken Subscribe would.
+        await server.stop(None)
+        await close_room_service(rooms)
+        with pytest.raises(grpc.aio.AioRpcError) as broken:
+            while True:  # what arrived before the stop, then the failure
+                last_seq = (await _next_batch(stream)).batch.events[-1].seq
+        assert broken.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+        # Back on the same port and store: a resubscription from the last seq gets what came after.
+        server, _, rooms = await _session(f"127.0.0.1:{port}", engine_target, tmp_path / "rooms.db")
+        await stub.JoinRoom(spb.JoinRoomRequest(room_id=room_id, name="B"), wait_for_ready=True)
+        resume = spb.SubscribeRequest(token=host.seat_token, after_seq=last_seq, batched=True)
+        again = relay.subscribe(resume, "ko")
+        kinds = []
+        while "player_joined" not in kinds:
+            batch = await _next_batch(again)
+            assert batch.batch.events[0].seq > last_seq, "only what came after the last seq"
+            kinds += [event.WhichOneof("kind") for event in batch.batch.events]
+        await again.aclose()
+    finally:
+        await relay.close()
+        await channel.close(None)
+        await server.stop(None)
+        await close_room_service(rooms)
+
+
+async def test_a_subscription_whose_reader_falls_behind_is_ended_not_buffered_forever(
+    engine_target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay_module, "MAX_PENDING_ITEMS", 2)
+    server, port, rooms = await _session("127.0.0.1:0", engine_target, tmp_path / "rooms.db")
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = spb_grpc.SessionServiceStub(channel)
+    relay = SessionRelay(stub, streams=1)
+    try:
+        host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=6))
+        slow = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+        await _next_batch(slow)  # subscribed; from now on nobody reads it
+        for i in range(5):
+            await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name=f"P{i}"))
+        await asyncio.sleep(0.5)
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            for _ in range(10):
+                await _next_batch(slow)
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+        # The shared call itself goes on for everyone else.
+        fresh = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+        assert (await _next_batch(fresh)).batch.events
+        await fresh.aclose()
+    finally:
+        await relay.close()
+        await channel.close(None)
+        await server.stop(None)
+        await close_room_service(rooms)
