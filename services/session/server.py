@@ -149,8 +149,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         try:
             async for message in stream.run(request_iterator):
                 yield message
-        except ServiceError as err:
-            await self._refuse(context, err)
+        except ServiceError as err:  # an undecodable request, already counted where it was parsed
+            await abort(context, err)
         finally:
             bind_rpc_fields(subscriptions=stream.opened)
 
