@@ -32,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.store,
         help="sqlite or sqlite?synchronous=normal (a fresh file), or a redis:// URL",
     )
+    parser.add_argument(
+        "--session-streams",
+        type=int,
+        default=defaults.session_streams,
+        help="the gateway's shared SubscribeMany calls (0: one Subscribe per client; default: the gateway's)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
     parser.add_argument(
@@ -61,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconnects_per_minute=args.reconnects_per_minute,
         log_level=args.log_level,
         store=args.store,
+        session_streams=args.session_streams,
         seed=args.seed,
         quiet=args.quiet,
         idle=args.idle,

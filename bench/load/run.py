@@ -66,6 +66,7 @@ class LoadConfig:
     reconnects_per_minute: float = 0.02
     log_level: str = "info"
     store: str = "sqlite"
+    session_streams: int | None = None  # the gateway's --session-streams; None: its default
     seed: int = 7
     quiet: bool = False
     idle: bool = False  # connect and seat only, no games: memory per idle connection (run_idle)
@@ -651,6 +652,7 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
         bot_think_ms=cfg.bot_think_ms,
         log_level=cfg.log_level,
         store=cfg.store,
+        session_streams=cfg.session_streams,
     )
     if cfg.idle:
         with Stack(stack_cfg) as stack:

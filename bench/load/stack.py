@@ -54,6 +54,7 @@ class StackConfig:
     log_level: str = "info"
     store: str = "sqlite"  # sqlite[?synchronous=normal] (a fresh file) or a redis:// URL
     heartbeat_seconds: int = 20
+    session_streams: int | None = None  # the gateway's --session-streams; None: its default
 
 
 @dataclass
@@ -138,6 +139,7 @@ class Stack:
                     "--metrics-port", str(self.ports["gateway_metrics"]),
                     "--session", f"{HOST}:{self.ports['session']}",
                     "--heartbeat-seconds", str(cfg.heartbeat_seconds),
+                    *(() if cfg.session_streams is None else ("--session-streams", str(cfg.session_streams))),
                 ],
             )  # fmt: skip
             wait_for_port(self.ports["engine"], engine, "engine")

@@ -85,6 +85,7 @@ class SubscribeMany:
 
     def __init__(self, rooms: RoomService, stream_lang: str) -> None:
         self.rooms = rooms
+        self.metrics = rooms.metrics
         self.stream_lang = stream_lang
         self.outbox: asyncio.Queue[bytes | _Stop] = asyncio.Queue(maxsize=OUTBOX_ITEMS)
         self.tasks: dict[int, asyncio.Task[None]] = {}
@@ -114,6 +115,8 @@ class SubscribeMany:
                         stop = item
                         break
                     parts.append(item)
+                self.metrics.shared_messages.inc()
+                self.metrics.shared_items.inc(len(parts))
                 yield b"".join(parts)
                 if stop is not None:
                     stop.finish()

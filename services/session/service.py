@@ -103,7 +103,19 @@ class SessionMetrics:
             registry=registry,
         )
         self.subscribers = Gauge(
-            "ninetynine_session_subscribers", "Open Subscribe streams on this replica.", registry=registry
+            "ninetynine_session_subscribers",
+            "Open subscriptions on this replica (Subscribe streams and SubscribeMany subscriptions).",
+            registry=registry,
+        )
+        self.shared_messages = PromCounter(
+            "ninetynine_session_subscribe_many_messages_total",
+            "Messages written on SubscribeMany streams (items / messages = how much they share).",
+            registry=registry,
+        )
+        self.shared_items = PromCounter(
+            "ninetynine_session_subscribe_many_items_total",
+            "Subscription items written on SubscribeMany streams.",
+            registry=registry,
         )
         self.timeouts = PromCounter(
             "ninetynine_session_timeouts_total",
