@@ -36,6 +36,10 @@ from services.session.multiplex import SubscribeMany
 from services.session.service import RoomService, SessionMetrics
 from services.session.store import InvalidStoreInput, open_store
 
+# How long a replica's claim on a due deadline lasts (RoomService's default): if the replica dies
+# while firing it, another replica fires that deadline only once the lease has run out.
+DEFAULT_LEASE_MS = 3000
+
 SESSION_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["SessionService"].full_name
 log = get_logger(__name__)
 
@@ -176,6 +180,7 @@ def create_session_server(
     engine_timeout: float = 1.0,
     time_scale: float = 1.0,
     stream_heartbeat_s: float = 15.0,
+    lease_ms: int = DEFAULT_LEASE_MS,
     registry: CollectorRegistry = REGISTRY,
     metrics: SessionMetrics | None = None,
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
@@ -196,6 +201,7 @@ def create_session_server(
         metrics=metrics or SessionMetrics(registry),
         time_scale=time_scale,
         stream_heartbeat_s=stream_heartbeat_s,
+        lease_ms=lease_ms,
     )
     interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
     server, port, health = create_server(
@@ -231,6 +237,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         bot_think_ms=args.bot_think_ms,
         time_scale=args.turn_time_scale,
         stream_heartbeat_s=args.stream_heartbeat_seconds,
+        lease_ms=args.lease_ms,
     )
     log.info(
         "session listening",
@@ -286,6 +293,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=float,
         default=15.0,
         help="idle Subscribe streams get a heartbeat this often (ends streams of vanished clients)",
+    )
+    add_env_argument(
+        parser,
+        "--lease-ms",
+        type=int,
+        default=DEFAULT_LEASE_MS,
+        help="a replica's claim on a due deadline; if it dies while firing, another fires it this much later",
     )
     parser.set_defaults(handler=run_command)
     return parser

@@ -11,7 +11,7 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,21 +72,38 @@ def engine_service(tmp: Path) -> Service:
 
 
 def session_service(
-    tmp: Path, engine_port: int, store: str, *, scale: float = 0.02, bot_ms: int = 5
+    tmp: Path,
+    engine_port: int,
+    store: str,
+    *,
+    scale: float = 0.02,
+    bot_ms: int = 5,
+    label: str = "session",
+    metrics_port: int = 0,
+    lease_ms: int | None = None,
 ) -> Service:
+    """A session process; ``label`` names its log, ``metrics_port`` (0: any) serves /metrics."""
     port = free_port()
     args = session_args(port, engine_port, store, scale=scale, bot_ms=bot_ms)
-    return Service("session", args, tmp / "session.log", lambda: wait_serving(port), port=port)
+    args = [a for a in args if not a.startswith("--metrics-port=")] + [f"--metrics-port={metrics_port}"]
+    if lease_ms is not None:
+        args.append(f"--lease-ms={lease_ms}")
+    return Service(label, args, tmp / f"{label}.log", lambda: wait_serving(port), port=port)
 
 
-def gateway_service(tmp: Path, session_port: int, *, label: str = "gateway") -> Service:
+def gateway_service(tmp: Path, session_port: int | Sequence[int], *, label: str = "gateway") -> Service:
+    """A gateway in front of one session, or of several replicas (round robin over their ports)."""
     http_port, grpc_port = free_port(), free_port()
+    if isinstance(session_port, int):
+        session_target = f"127.0.0.1:{session_port}"
+    else:
+        session_target = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in session_port)
     args = [
         "gateway",
         "--host=127.0.0.1",
         f"--port={http_port}",
         f"--grpc-port={grpc_port}",
-        f"--session=127.0.0.1:{session_port}",
+        f"--session={session_target}",
         "--metrics-port=0",
     ]
     return Service(
