@@ -15,8 +15,9 @@ ends with one canonical log line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -567,14 +568,12 @@ class Connection:
         while not self._closing and self.binding is binding:
             try:
                 request = spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True)
-                stream: AsyncIterable[spb.SubscribeResponse] = (
-                    self.session.Subscribe(request, metadata=self._meta())
-                    if self.relay is None
-                    else self.relay.subscribe(request, self.lang)
-                )
-                async for item in stream:
-                    await self._on_stream_item(binding, item)
-                    backoff = 0.2
+                # Closed when this task ends, not when the garbage collector gets to it: the session
+                # marks the seat disconnected once its subscription is gone.
+                async with contextlib.aclosing(self._room_stream(request)) as stream:
+                    async for item in stream:
+                        await self._on_stream_item(binding, item)
+                        backoff = 0.2
                 if self._finished:
                     return
             except grpc.RpcError as exc:
@@ -590,6 +589,22 @@ class Connection:
                 )
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
+
+    async def _room_stream(
+        self, request: spb.SubscribeRequest
+    ) -> AsyncGenerator[spb.SubscribeResponse, None]:
+        """The room's items: over the gateway's shared calls, or over a Subscribe call of its own."""
+        if self.relay is not None:
+            async with contextlib.aclosing(self.relay.subscribe(request, self.lang)) as items:
+                async for item in items:
+                    yield item
+            return
+        call = self.session.Subscribe(request, metadata=self._meta())
+        try:
+            async for item in call:
+                yield item
+        finally:
+            call.cancel()
 
     async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
         which = item.WhichOneof("item")
