@@ -33,12 +33,8 @@ from services.common.runner import add_service_flags, run_service
 from services.engine.client import EngineClient
 from services.session.errors import DOMAIN
 from services.session.multiplex import SubscribeMany
-from services.session.service import RoomService, SessionMetrics
+from services.session.service import DEFAULT_LEASE_MS, RoomService, SessionMetrics
 from services.session.store import InvalidStoreInput, open_store
-
-# How long a replica's claim on a due deadline lasts (RoomService's default): if the replica dies
-# while firing it, another replica fires that deadline only once the lease has run out.
-DEFAULT_LEASE_MS = 3000
 
 SESSION_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["SessionService"].full_name
 log = get_logger(__name__)
