@@ -8,7 +8,8 @@ seq. Real engine and session servers throughout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,25 +62,58 @@ async def test_shared_streams_bring_the_same_events_as_one_subscribe_per_client(
     assert any(kind == "cardPlayed" for _, kind in common)
 
 
+@dataclass
+class LocalSession:
+    """A session server on a SQLite file, restartable on the same port."""
+
+    engine_target: str
+    db: Path
+    port: int = 0
+    server: grpc.aio.Server | None = None
+    rooms: RoomService | None = None
+
+    async def start(self) -> None:
+        self.server, self.port, _, self.rooms = create_session_server(
+            f"127.0.0.1:{self.port}",
+            engine_target=self.engine_target,
+            store_url=f"sqlite:///{self.db}",
+            bot_think_ms=10,
+            registry=CollectorRegistry(),
+        )
+        await self.server.start()
+        self.rooms.start()
+
+    async def stop(self) -> None:
+        if self.server is not None and self.rooms is not None:
+            await self.server.stop(None)
+            await close_room_service(self.rooms)
+            self.server = self.rooms = None
+
+
 @pytest.fixture
-async def engine_target() -> AsyncIterator[str]:
-    engine, port, _ = create_engine_server("127.0.0.1:0", metrics=EngineMetrics.create(CollectorRegistry()))
-    await engine.start()
-    yield f"127.0.0.1:{port}"
-    await engine.stop(None)
-
-
-async def _session(address: str, engine_target: str, db: Path) -> tuple[grpc.aio.Server, int, RoomService]:
-    server, port, _, rooms = create_session_server(
-        address,
-        engine_target=engine_target,
-        store_url=f"sqlite:///{db}",
-        bot_think_ms=10,
-        registry=CollectorRegistry(),
+async def local() -> AsyncIterator[Callable[..., Awaitable[tuple[LocalSession, Any, SessionRelay]]]]:
+    """Start engine + session; yields a factory of (session, stub, relay with ``streams`` calls)."""
+    engine, engine_port, _ = create_engine_server(
+        "127.0.0.1:0", metrics=EngineMetrics.create(CollectorRegistry())
     )
-    await server.start()
-    rooms.start()
-    return server, port, rooms
+    await engine.start()
+    opened: list[tuple[LocalSession, grpc.aio.Channel, SessionRelay]] = []
+
+    async def start(db: Path, streams: int) -> tuple[LocalSession, Any, SessionRelay]:
+        session = LocalSession(f"127.0.0.1:{engine_port}", db)
+        await session.start()
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{session.port}")
+        stub = spb_grpc.SessionServiceStub(channel)
+        relay = SessionRelay(stub, streams=streams)
+        opened.append((session, channel, relay))
+        return session, stub, relay
+
+    yield start
+    for session, channel, relay in opened:
+        await relay.close()
+        await channel.close(None)
+        await session.stop()
+    await engine.stop(None)
 
 
 async def _next_batch(stream: AsyncIterator[spb.SubscribeResponse]) -> spb.SubscribeResponse:
@@ -91,80 +125,61 @@ async def _next_batch(stream: AsyncIterator[spb.SubscribeResponse]) -> spb.Subsc
 
 
 async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
-    engine_target: str, tmp_path: Path
+    local: Any, tmp_path: Path
 ) -> None:
-    server, port, rooms = await _session("127.0.0.1:0", engine_target, tmp_path / "rooms.db")
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    stub = spb_grpc.SessionServiceStub(channel)
-    relay = SessionRelay(stub, streams=2)
-    try:
-        host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
-        room_id = host.room.room_id
+    session, stub, relay = await local(tmp_path / "rooms.db", streams=2)
+    host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
+    room_id = host.room.room_id
 
-        # A made-up token: refused like Subscribe refuses it (UNAUTHENTICATED, one ErrorInfo).
-        bogus = relay.subscribe(spb.SubscribeRequest(token=f"{room_id}.forged", batched=True), "en")
-        with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await _next_batch(bogus)
-        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        error = to_service_error(refused.value)
-        assert (error.reason, error.domain) == ("INVALID_TOKEN", "session.ninetynine")
-        assert error.message_en == "Invalid or unknown token"
+    # A made-up token: refused like Subscribe refuses it (UNAUTHENTICATED, one ErrorInfo).
+    bogus = relay.subscribe(spb.SubscribeRequest(token=f"{room_id}.forged", batched=True), "en")
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await _next_batch(bogus)
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    error = to_service_error(refused.value)
+    assert (error.reason, error.domain) == ("INVALID_TOKEN", "session.ninetynine")
+    assert error.message_en == "Invalid or unknown token"
 
-        stream = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
-        first = await _next_batch(stream)
-        last_seq = first.batch.events[-1].seq
+    stream = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+    first = await _next_batch(stream)
+    last_seq = first.batch.events[-1].seq
 
-        # The session goes away: the subscription fails as a broken Subscribe would.
-        await server.stop(None)
-        await close_room_service(rooms)
-        with pytest.raises(grpc.aio.AioRpcError) as broken:
-            while True:  # what arrived before the stop, then the failure
-                last_seq = (await _next_batch(stream)).batch.events[-1].seq
-        assert broken.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    # The session goes away: the subscription fails as a broken Subscribe would.
+    await session.stop()
+    with pytest.raises(grpc.aio.AioRpcError) as broken:
+        while True:  # what arrived before the stop, then the failure
+            last_seq = (await _next_batch(stream)).batch.events[-1].seq
+    assert broken.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
-        # Back on the same port and store: a resubscription from the last seq gets what came after.
-        server, _, rooms = await _session(f"127.0.0.1:{port}", engine_target, tmp_path / "rooms.db")
-        await stub.JoinRoom(spb.JoinRoomRequest(room_id=room_id, name="B"), wait_for_ready=True)
-        resume = spb.SubscribeRequest(token=host.seat_token, after_seq=last_seq, batched=True)
-        again = relay.subscribe(resume, "ko")
-        kinds = []
-        while "player_joined" not in kinds:
-            batch = await _next_batch(again)
-            assert batch.batch.events[0].seq > last_seq, "only what came after the last seq"
-            kinds += [event.WhichOneof("kind") for event in batch.batch.events]
-        await again.aclose()
-    finally:
-        await relay.close()
-        await channel.close(None)
-        await server.stop(None)
-        await close_room_service(rooms)
+    # Back on the same port and store: a resubscription from the last seq gets what came after.
+    await session.start()
+    await stub.JoinRoom(spb.JoinRoomRequest(room_id=room_id, name="B"), wait_for_ready=True)
+    resume = spb.SubscribeRequest(token=host.seat_token, after_seq=last_seq, batched=True)
+    again = relay.subscribe(resume, "ko")
+    kinds = []
+    while "player_joined" not in kinds:
+        batch = await _next_batch(again)
+        assert batch.batch.events[0].seq > last_seq, "only what came after the last seq"
+        kinds += [event.WhichOneof("kind") for event in batch.batch.events]
+    await again.aclose()
 
 
 async def test_a_subscription_whose_reader_falls_behind_is_ended_not_buffered_forever(
-    engine_target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(relay_module, "MAX_PENDING_ITEMS", 2)
-    server, port, rooms = await _session("127.0.0.1:0", engine_target, tmp_path / "rooms.db")
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    stub = spb_grpc.SessionServiceStub(channel)
-    relay = SessionRelay(stub, streams=1)
-    try:
-        host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=6))
-        slow = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
-        await _next_batch(slow)  # subscribed; from now on nobody reads it
-        for i in range(5):
-            await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name=f"P{i}"))
-        await asyncio.sleep(0.5)
-        with pytest.raises(grpc.aio.AioRpcError) as ended:
-            for _ in range(10):
-                await _next_batch(slow)
-        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
-        # The shared call itself goes on for everyone else.
-        fresh = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
-        assert (await _next_batch(fresh)).batch.events
-        await fresh.aclose()
-    finally:
-        await relay.close()
-        await channel.close(None)
-        await server.stop(None)
-        await close_room_service(rooms)
+    _, stub, relay = await local(tmp_path / "rooms.db", streams=1)
+    host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=6))
+    slow = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+    await _next_batch(slow)  # subscribed; from now on nobody reads it
+    for i in range(5):
+        await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name=f"P{i}"))
+    await asyncio.sleep(0.5)
+    with pytest.raises(grpc.aio.AioRpcError) as ended:
+        for _ in range(10):
+            await _next_batch(slow)
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+    # The shared call itself goes on for everyone else.
+    fresh = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+    assert (await _next_batch(fresh)).batch.events
+    await fresh.aclose()
