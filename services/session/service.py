@@ -271,8 +271,13 @@ class RoomService:
         self.metrics = metrics or SessionMetrics()
         self.owner = owner or f"replica-{secrets.token_hex(6)}"
         self._locks: dict[str, asyncio.Lock] = {}
+        # Rooms in play (and in the lobby), most recently used last. Finished rooms move to a small
+        # cache of their own: they are read for a moment after the last move (views, results),
+        # then rarely, and a long-running replica would otherwise fill the cache with them.
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._cache_size = 20_000
+        self._finished_rooms: OrderedDict[str, Loaded] = OrderedDict()
+        self._finished_size = 512
         # View messages of recent room versions, per (room, version, viewer, lang), and their room part.
         self._views: OrderedDict[tuple[str, int, str | None, Lang], pb.SubscribeResponse] = OrderedDict()
         self._view_bytes: OrderedDict[tuple[str, int, str | None, Lang], bytes] = OrderedDict()
@@ -298,10 +303,28 @@ class RoomService:
         return lock
 
     def _remember(self, loaded: Loaded) -> None:
-        self._cache[loaded.record.room_id] = loaded
-        self._cache.move_to_end(loaded.record.room_id)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        room_id = loaded.record.room_id
+        if loaded.doc.phase == pb.ROOM_PHASE_FINISHED:
+            self._cache.pop(room_id, None)
+            cache, size = self._finished_rooms, self._finished_size
+        else:
+            cache, size = self._cache, self._cache_size
+        cache[room_id] = loaded
+        cache.move_to_end(room_id)
+        while len(cache) > size:
+            evicted, _ = cache.popitem(last=False)
+            self._forget_lock(evicted)
+
+    def _cached(self, room_id: str) -> Loaded | None:
+        return self._cache.get(room_id) or self._finished_rooms.get(room_id)
+
+    def _forget_lock(self, room_id: str) -> None:
+        # An idle lock of a room no longer cached goes too (one per room ever played, otherwise).
+        # Should a caller still be about to take it, a new one may be made meanwhile: the store's
+        # version check still orders the two commits (the later one reloads and runs again).
+        lock = self._locks.get(room_id)
+        if lock is not None and not lock.locked():
+            del self._locks[room_id]
 
     async def _store_call(self, op: str, awaitable: Awaitable[T]) -> T:
         try:
@@ -313,7 +336,7 @@ class RoomService:
 
     async def load(self, room_id: str, *, fresh: bool = False) -> Loaded:
         if not fresh:
-            cached = self._cache.get(room_id)
+            cached = self._cached(room_id)
             if cached is not None:
                 return cached
         try:
@@ -846,7 +869,7 @@ class RoomService:
 
     async def _current(self, room_id: str, seq: int) -> Loaded | None:
         """The room as of event ``seq``, or None when a newer move is already stored."""
-        loaded = self._cache.get(room_id)
+        loaded = self._cached(room_id)
         if loaded is None or loaded.doc.last_seq < seq:
             loaded = await self.load(room_id, fresh=True)
         if loaded.doc.last_seq != seq:
