@@ -83,6 +83,11 @@ async def test_soak_random_disconnects_no_stuck_game_flat_memory(
 
     print(f"soak: {len(finished)} games in {SOAK_SECONDS:.0f} s; RSS KiB samples (engine, session, gateway):")
     print(f"  first {samples[0]}  warmed {samples[len(samples) // 3]}  last {samples[-1]}")
+    # The curve at about ten points, MB per service, for docs/performance.md.
+    step = max(1, len(samples) // 10)
+    for at in [*range(0, len(samples), step), len(samples) - 1]:
+        mb = ", ".join(f"{kib / 1024:.1f}" for kib in samples[at])
+        print(f"  t={at * SAMPLE_SECONDS:>6.0f} s  RSS MB ({mb})")
     assert not stuck, f"stuck games: {stuck}"
     assert finished, "the soak played games"
     warm = samples[len(samples) // 3 :]
