@@ -8,8 +8,10 @@ sends whatever the subscriptions produced meanwhile as a single ``SubscribeManyR
 under load the four batches of a move (and those of other rooms) share a message.
 
 Items are assembled from bytes (the subscription's serialized ``SubscribeResponse``), as the
-batched Subscribe does. Each subscription keeps its own order; a subscription that fails ends with
-a ``SubscriptionEnd`` carrying the status Subscribe would have ended with, and the stream goes on.
+batched Subscribe does. Each subscription keeps its own order; a subscription that fails ends
+with a ``SubscriptionEnd`` carrying the status Subscribe would have ended with, and the stream
+goes on. Subscriptions send no heartbeats of their own (nor need a task to make them); an idle
+call gets an empty message every ``stream_heartbeat_s`` instead.
 """
 
 from __future__ import annotations
@@ -100,7 +102,15 @@ class SubscribeMany:
         reader = asyncio.create_task(self._read(requests))
         try:
             while True:
-                first = await self.outbox.get()
+                try:
+                    async with asyncio.timeout(self.rooms.stream_heartbeat_s):
+                        first = await self.outbox.get()
+                except TimeoutError:
+                    # One heartbeat for the whole call instead of one per subscription: an empty
+                    # message. grpc.aio may not cancel an idle stream whose peer went away, but
+                    # this write then fails and ends the call.
+                    yield b""
+                    continue
                 if isinstance(first, _Stop):
                     first.finish()
                     return
@@ -181,7 +191,7 @@ class SubscribeMany:
                         else session_error("INVALID_SUBSCRIPTION", subscription=sub_id)
                     )
                 async for response in self.rooms.subscribe(
-                    request.token, request.after_seq, lang, batched=True
+                    request.token, request.after_seq, lang, batched=True, heartbeats=False
                 ):
                     data = response if isinstance(response, bytes) else response.SerializeToString()
                     await self.outbox.put(_item(sub_id, data))

@@ -21,7 +21,7 @@ import contextlib
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -239,6 +239,9 @@ _BATCH = pb.SubscribeResponse.DESCRIPTOR.fields_by_name["batch"].number
 _BATCH_EVENTS = pb.EventBatch.DESCRIPTOR.fields_by_name["events"].number
 _BATCH_VIEW = pb.EventBatch.DESCRIPTOR.fields_by_name["view"].number
 _BATCH_END = pb.RoomEvent.DESCRIPTOR.fields_by_name["batch_end"].number
+
+# Stands for "nothing for a while" among a subscription's tail items.
+_HEARTBEAT = object()
 
 
 class RoomService:
@@ -918,13 +921,15 @@ class RoomService:
             self.metrics.move_duration.labels(mode, source, "fanout").observe(time.perf_counter() - started)
 
     async def subscribe(
-        self, token: str, after_seq: int, lang: Lang, *, batched: bool = False
+        self, token: str, after_seq: int, lang: Lang, *, batched: bool = False, heartbeats: bool = True
     ) -> AsyncIterator[pb.SubscribeResponse | bytes]:
         """The room's events after ``after_seq``, then live ones, for the token's holder.
 
         Unbatched, every event and every view is its own message. Batched, each move arrives as
         one ``batch`` item, yielded as its serialized bytes (assembled from the stored event
         payloads and the cached view), which the server's serializer passes through.
+        ``heartbeats=False`` leaves out the idle heartbeats (and the task that makes them
+        possible): SubscribeMany keeps its shared call alive itself.
         """
         room_id = rooms.token_room(token)
         loaded = await self.load(room_id, fresh=True)
@@ -950,24 +955,14 @@ class RoomService:
             self._presence[presence_key] += 1
             if self._presence[presence_key] == 1:
                 await self._set_presence(room_id, viewer, True)
-        # The store's tail is pumped by its own task so that an idle stream can send heartbeats:
-        # grpc.aio does not always cancel an idle server stream whose client went away, but the
-        # next write on it fails, which ends this generator.
-        queue: asyncio.Queue[StoredEvent | BaseException | None] = asyncio.Queue(maxsize=1000)
-        pump = asyncio.create_task(self._pump(room_id, after_seq, queue))
+        source = self._tail_items(room_id, after_seq, heartbeats)
         parts: list[bytes] = []  # the batched events of the move being assembled
         try:
             catching_up_to = last
-            while True:
-                if queue.empty():
-                    try:
-                        async with asyncio.timeout(self.stream_heartbeat_s):
-                            item = await queue.get()
-                    except TimeoutError:
-                        yield pb.SubscribeResponse(heartbeat=pb.Heartbeat(at_ms=now_ms()))
-                        continue
-                else:
-                    item = queue.get_nowait()
+            async for item in source:
+                if item is _HEARTBEAT:
+                    yield pb.SubscribeResponse(heartbeat=pb.Heartbeat(at_ms=now_ms()))
+                    continue
                 if item is None:
                     break
                 if isinstance(item, EventsTrimmed):
@@ -978,6 +973,7 @@ class RoomService:
                     raise session_error("STORE_UNAVAILABLE")
                 if isinstance(item, BaseException):
                     raise item
+                assert isinstance(item, StoredEvent)
                 stored = item
                 if batched:
                     encoded = self._event_bytes(room_id, stored, viewer)
@@ -1000,7 +996,7 @@ class RoomService:
                     if update is not None:
                         yield update
         finally:
-            pump.cancel()
+            await source.aclose()
             self.metrics.subscribers.dec()
             if viewer is not None:
                 self._presence[presence_key] -= 1
@@ -1008,6 +1004,44 @@ class RoomService:
                     del self._presence[presence_key]
                     if not self._stopping.is_set():
                         await self._set_presence(room_id, viewer, False)
+
+    async def _tail_items(
+        self, room_id: str, after_seq: int, heartbeats: bool
+    ) -> AsyncGenerator[StoredEvent | BaseException | object | None, None]:
+        """The store's tail as items: events, then ``None`` at its end or the error that ended it;
+        with ``heartbeats``, ``_HEARTBEAT`` after each idle ``stream_heartbeat_s``."""
+        if not heartbeats:
+            tail = self.store.tail(room_id, after_seq)
+            try:
+                async for stored in tail:
+                    yield stored
+                yield None
+            except (EventsTrimmed, StoreUnavailable, InvalidStoreInput) as err:
+                yield err
+            finally:
+                await tail.aclose()  # type: ignore[attr-defined]
+            return
+        # The tail is pumped by its own task so that an idle stream can send heartbeats: grpc.aio
+        # does not always cancel an idle server stream whose client went away, but the next write
+        # on it fails, which ends the subscription.
+        queue: asyncio.Queue[StoredEvent | BaseException | None] = asyncio.Queue(maxsize=1000)
+        pump = asyncio.create_task(self._pump(room_id, after_seq, queue))
+        try:
+            while True:
+                if queue.empty():
+                    try:
+                        async with asyncio.timeout(self.stream_heartbeat_s):
+                            item = await queue.get()
+                    except TimeoutError:
+                        yield _HEARTBEAT
+                        continue
+                else:
+                    item = queue.get_nowait()
+                yield item
+                if item is None or isinstance(item, BaseException):
+                    return
+        finally:
+            pump.cancel()
 
     async def _pump(
         self, room_id: str, after_seq: int, queue: asyncio.Queue[StoredEvent | BaseException | None]

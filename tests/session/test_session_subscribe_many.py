@@ -23,6 +23,8 @@ class Many:
         self.items: dict[int, list[pb.SubscribeResponse]] = defaultdict(list)
         self.ends: dict[int, pb.SubscriptionEnd] = {}
         self.messages = 0
+        self.empty = 0  # heartbeats of the call
+        self.item_heartbeats = 0
         self.call = stub.SubscribeMany(self._requests())  # type: ignore[attr-defined]
         self.reader = asyncio.create_task(self._read())
 
@@ -33,10 +35,13 @@ class Many:
     async def _read(self) -> None:
         async for message in self.call:
             self.messages += 1
+            self.empty += not message.items
             for item in message.items:
                 if item.WhichOneof("item") == "end":
                     self.ends[item.id] = item.end
-                elif item.response.WhichOneof("item") != "heartbeat":
+                elif item.response.WhichOneof("item") == "heartbeat":
+                    self.item_heartbeats += 1
+                else:
                     self.items[item.id].append(item.response)
 
     def open(self, sub_id: int, token: str, after_seq: int = 0, lang: str = "") -> None:
@@ -198,3 +203,23 @@ async def test_closing_a_subscription_or_the_stream_ends_presence(make_stack) ->
 
     await eventually(c_gone)
     watcher.cancel()
+
+
+async def test_an_idle_call_gets_one_heartbeat_not_one_per_subscription(make_stack) -> None:
+    stack = await make_stack(time_scale=1.0)  # heartbeats every 0.5 s in test stacks
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=4))
+    tokens = [a.seat_token]
+    for name in ("B", "C"):
+        joined = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name=name))
+        tokens.append(joined.seat_token)
+    many = Many(stack.stub)
+    for sub_id, token in enumerate(tokens, start=1):
+        many.open(sub_id, token)
+
+    async def beating() -> bool:
+        return many.empty >= 3
+
+    await eventually(beating, timeout=10)
+    assert many.item_heartbeats == 0, "subscriptions on a shared call send no heartbeats of their own"
+    assert all(many.items[i] for i in (1, 2, 3)), "the subscriptions are live"
+    many.cancel()

@@ -1094,7 +1094,10 @@ Global___OpenSubscription: _TypeAlias = OpenSubscription  # noqa: Y015
 
 @_typing.final
 class SubscribeManyResponse(_message.Message):
-    """Items of one or more subscriptions, each in the order its own Subscribe stream would send them."""
+    """Items of one or more subscriptions, each in the order its own Subscribe stream would send them.
+    Subscriptions carry no heartbeat items; a message without items is the call's heartbeat, sent
+    when nothing else was for a while (15 s by default).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
