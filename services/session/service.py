@@ -68,6 +68,9 @@ DEFAULT_TURN_SECONDS = 15
 # can be after a crash (issue 7 asks for 2 s). A fire that outlasts it may be claimed again; the
 # second firing finds the turn moved on and writes nothing.
 DEFAULT_LEASE_MS = 1000
+# How long a move waits for its first local subscriber before it stops counting for the fan-out
+# latency histogram (a room nobody on this replica watches).
+FANOUT_WAIT_S = 10.0
 SHORT_TURN_SECONDS = 3  # after 3 timeouts in a row, and for players who left (spec §8.5)
 TIMEOUTS_BEFORE_SHORT = 3
 MAX_COMMIT_ATTEMPTS = 5
@@ -290,7 +293,8 @@ class RoomService:
         self._views_size = 4096
         self._presence: Counter[tuple[str, str]] = Counter()
         # Moves waiting for their first local subscriber to deliver them (fan-out latency); moves
-        # nobody here watches are dropped oldest first.
+        # nobody here watches are dropped after FANOUT_WAIT_S (the soak showed a slow creep when
+        # they were kept up to a count instead).
         self._fanout_pending: OrderedDict[tuple[str, int], tuple[float, str, str]] = OrderedDict()
         self._wake = asyncio.Event()
         self._fires: set[asyncio.Task[None]] = set()
@@ -402,9 +406,11 @@ class RoomService:
                     self.metrics.move_duration.labels(mode, step.source, "durable").observe(
                         time.perf_counter() - received
                     )
-                    self._fanout_pending[(room_id, doc.last_seq)] = (received, mode, step.source)
-                    if len(self._fanout_pending) > 50_000:
-                        self._fanout_pending.popitem(last=False)
+                    pending = self._fanout_pending
+                    pending[(room_id, doc.last_seq)] = (received, mode, step.source)
+                    # Oldest first: a move nobody here watched is dropped once it is this old.
+                    while pending and received - next(iter(pending.values()))[0] > FANOUT_WAIT_S:
+                        pending.popitem(last=False)
                 self._count_outcomes(doc, step)
                 self._wake.set()
                 return loaded, step

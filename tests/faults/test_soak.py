@@ -2,8 +2,9 @@
 
 Runs ``SOAK_SECONDS`` (default 1800 = 30 min; e.g. ``SOAK_SECONDS=60 make test-slow`` for a short
 run) with ``SOAK_TABLES`` tables at once. RSS of the engine, session and gateway is sampled every
-``SOAK_SAMPLE_SECONDS``; the last samples may not grow past the warmed-up level by more than 25 %
-plus 20 MiB (allocator noise), which a leak of per-game or per-connection state would exceed.
+``SOAK_SAMPLE_SECONDS``; the last samples may not grow past the warmed-up level by more than 10 %
+plus 10 MiB (allocator noise). A 30-minute run grew the session 5 % after warm-up; with every
+finished room kept in the session's cache it had grown 30 % (162.9 -> 211.4 MB), which this fails.
 """
 
 from __future__ import annotations
@@ -94,4 +95,4 @@ async def test_soak_random_disconnects_no_stuck_game_flat_memory(
     for index, service in enumerate(services):
         baseline = max(s[index] for s in warm[: max(1, len(warm) // 3)])
         last = warm[-1][index]
-        assert last <= baseline * 1.25 + 20 * 1024, f"{service.name} RSS grew {baseline} -> {last} KiB"
+        assert last <= baseline * 1.10 + 10 * 1024, f"{service.name} RSS grew {baseline} -> {last} KiB"
