@@ -392,29 +392,40 @@ class RoomService:
                     data=doc.SerializeToString(),
                     deadline_ms=doc.deadline_ms or None,
                 )
+                # The fan-out clock starts before the commit: a subscriber may see the events
+                # before this coroutine runs again (on Redis, the tail is another connection).
+                fanout_key = (room_id, doc.last_seq)
+                is_move = bool(step.source and doc.state.seq)
+                if is_move:
+                    self._start_fanout_clock(fanout_key, received, _mode(doc), step.source)
                 try:
                     await self._store_call(
                         "commit", self.store.commit(room_id, current.record.version, record, stored)
                     )
                 except VersionConflict:
+                    self._fanout_pending.pop(fanout_key, None)
                     fresh = True  # another replica moved first: reload and run the step again
                     continue
+                except BaseException:
+                    self._fanout_pending.pop(fanout_key, None)
+                    raise
                 loaded = Loaded(record, doc)
                 self._remember(loaded)
-                if step.source and doc.state.seq:
-                    mode = _mode(doc)
-                    self.metrics.move_duration.labels(mode, step.source, "durable").observe(
+                if is_move:
+                    self.metrics.move_duration.labels(_mode(doc), step.source, "durable").observe(
                         time.perf_counter() - received
                     )
-                    pending = self._fanout_pending
-                    pending[(room_id, doc.last_seq)] = (received, mode, step.source)
-                    # Oldest first: a move nobody here watched is dropped once it is this old.
-                    while pending and received - next(iter(pending.values()))[0] > FANOUT_WAIT_S:
-                        pending.popitem(last=False)
                 self._count_outcomes(doc, step)
                 self._wake.set()
                 return loaded, step
             raise session_error("ROOM_BUSY", roomId=room_id)
+
+    def _start_fanout_clock(self, key: tuple[str, int], received: float, mode: str, source: str) -> None:
+        pending = self._fanout_pending
+        pending[key] = (received, mode, source)
+        # Oldest first: a move nobody here watched is dropped once it is this old.
+        while pending and received - next(iter(pending.values()))[0] > FANOUT_WAIT_S:
+            pending.popitem(last=False)
 
     def _count_outcomes(self, doc: doc_pb.RoomDocument, step: Step) -> None:
         mode = _mode(doc)

@@ -12,7 +12,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
 
-from tests.session.helpers import eventually, is_korean, wait_finished
+from tests.session.helpers import eventually, is_korean, sample, wait_finished
 
 
 class Many:
@@ -223,3 +223,32 @@ async def test_an_idle_call_gets_one_heartbeat_not_one_per_subscription(make_sta
     assert many.item_heartbeats == 0, "subscriptions on a shared call send no heartbeats of their own"
     assert all(many.items[i] for i in (1, 2, 3)), "the subscriptions are live"
     many.cancel()
+
+
+async def test_moves_watched_only_through_shared_calls_are_timed_to_fan_out(make_stack) -> None:
+    # Subscriptions on a shared call read the store's tail directly, so they may see a move's
+    # events before the committing coroutine runs again; the fan-out clock must already run.
+    stack = await make_stack()
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    b = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    many = Many(stack.stub)
+    many.open(1, a.seat_token)
+    many.open(2, b.seat_token)
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+    room = await wait_finished(stack.stub, a.room.room_id)
+
+    async def caught_up() -> bool:
+        return bool(many.items[1]) and _events(many.items[1])[-1].seq >= room.last_seq
+
+    await eventually(caught_up, timeout=30)
+    many.cancel()
+    name = "ninetynine_session_move_duration_seconds_count"
+    durable = sum(
+        sample(stack.registry, name, {"mode": "kr-product", "source": s, "stage": "durable"})
+        for s in ("player", "timeout", "bot")
+    )
+    fanout = sum(
+        sample(stack.registry, name, {"mode": "kr-product", "source": s, "stage": "fanout"})
+        for s in ("player", "timeout", "bot")
+    )
+    assert durable > 0 and fanout == durable, (durable, fanout)

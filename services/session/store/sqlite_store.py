@@ -472,10 +472,10 @@ class SqliteRoomStore:
                 loop.call_soon_threadsafe(self._settle_group, results)
 
     def _settle_group(self, results: list[tuple[_PendingCommit, BaseException | None]]) -> None:
-        """On the loop: wake the tails of every committed room (in commit order), then the callers."""
-        for pending, outcome in results:
-            if outcome is None and pending.events:
-                self._wake(pending.room_id, pending.events)
+        """On the loop: answer the callers, then wake the tails of every committed room (in commit
+        order). Both happen in this one callback; the order only decides who runs first after it:
+        the committing coroutines, so that what they record about their commit (the session's
+        room cache, its fan-out clock) is in place before the subscribers read the new events."""
         for pending, outcome in results:
             if pending.done.cancelled():
                 continue
@@ -483,6 +483,9 @@ class SqliteRoomStore:
                 pending.done.set_result(None)
             else:
                 pending.done.set_exception(outcome)
+        for pending, outcome in results:
+            if outcome is None and pending.events:
+                self._wake(pending.room_id, pending.events)
 
     @staticmethod
     def _apply_commit(conn: sqlite3.Connection, pending: _PendingCommit) -> None:
