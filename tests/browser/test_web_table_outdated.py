@@ -109,6 +109,12 @@ async def test_a_card_tapped_on_an_outdated_table_is_refused_and_the_table_catch
 
             await _until(refused)
             line.release()
+            # The refusal is shown (the toast hides itself after 3.2 s, so look while it is up).
+            await page.wait_for_function(
+                "() => { const el = document.querySelector('[data-testid=\"toast\"]');"
+                " return el && !el.hidden && el.dataset.reason === 'VIEW_OUTDATED'; }",
+                timeout=10_000,
+            )
 
         await tapper.play_turn(after_tap=after_tap)
 
@@ -119,7 +125,7 @@ async def test_a_card_tapped_on_an_outdated_table_is_refused_and_the_table_catch
     assert not browser.log.received("played"), "the outdated play was not applied"
     toast = page.get_by_test_id("toast")
     assert await toast.get_attribute("data-reason") == "VIEW_OUTDATED"
-    assert await toast.is_visible() and await toast.inner_text() == KOREAN
+    assert await toast.text_content() == KOREAN
     await browser.screenshot("table-view-outdated")
     # The table shows the newest view it was sent, past the one the card was tapped on.
     newest = [v["view"] for v in browser.log.received("view")][-1]
