@@ -4,7 +4,7 @@ Runs ``SOAK_SECONDS`` (default 1800 = 30 min; e.g. ``SOAK_SECONDS=60 make test-s
 run) with ``SOAK_TABLES`` tables at once. RSS of the engine, session and gateway is sampled every
 ``SOAK_SAMPLE_SECONDS``; the last samples may not grow past the warmed-up level by more than 10 %
 plus 10 MiB (allocator noise). A 30-minute run grew the session 5 % after warm-up; with every
-finished room kept in the session's cache it had grown 30 % (162.9 -> 211.4 MB), which this fails.
+finished room kept in the session's cache it had grown 30 % (159.0 -> 206.4 MiB), which this fails.
 """
 
 from __future__ import annotations
