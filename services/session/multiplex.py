@@ -24,7 +24,7 @@ import grpc
 from ninetynine.session.v1 import session_service_pb2 as pb
 
 from services.common.context import request_scope
-from services.common.errors import ServiceError, lang_from_metadata
+from services.common.errors import Lang, ServiceError, lang_from_metadata
 from services.common.logging import get_logger
 from services.common.wire import length_delimited, varint
 from services.session.errors import session_error
@@ -54,10 +54,9 @@ def _end_item(sub_id: int, end: pb.SubscriptionEnd) -> bytes:
     return length_delimited(_ITEMS, pb.SubscriptionItem(id=sub_id, end=end).SerializeToString())
 
 
-def _end_of(err: ServiceError | None, lang_header: str) -> pb.SubscriptionEnd:
+def _end_of(err: ServiceError | None, lang: Lang) -> pb.SubscriptionEnd:
     if err is None:
         return pb.SubscriptionEnd(code=grpc.StatusCode.OK.value[0])
-    lang = lang_from_metadata((("accept-language", lang_header),))
     status = err.to_status(lang)
     return pb.SubscriptionEnd(
         code=status.code, message=status.message, status_details=status.SerializeToString()
@@ -210,4 +209,4 @@ class SubscribeMany:
                 reason=failure.reason if failure else "",
                 seconds=round(time.perf_counter() - started, 3),
             )
-            await self.outbox.put(_end_item(sub_id, _end_of(failure, lang_header)))
+            await self.outbox.put(_end_item(sub_id, _end_of(failure, lang)))
