@@ -12,6 +12,10 @@ with exponential backoff; the engine is stateless, so repeating a call is always
 failure is raised as :class:`~services.common.errors.ServiceError` carrying the engine's reason
 code (``OVER_99``, ``STALE_STATE``...), metadata and both language texts. The current request id
 (``x-request-id``) is forwarded on every call.
+
+:class:`RulesEngine` is the interface the session programs against; :class:`EngineClient` and the
+in-process :class:`services.engine.local.LocalEngine` both satisfy it, and both build their
+requests with the ``*_request`` functions here.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import grpc
 import grpc.aio
@@ -42,6 +46,88 @@ RECONNECT_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
+
+
+class RulesEngine(Protocol):
+    """What the session needs from a rules engine: the four calls, and ``close``.
+
+    Refusals raise :class:`~services.common.errors.ServiceError` (domain ``engine.ninetynine``);
+    an implementation that can be down raises UNAVAILABLE / DEADLINE_EXCEEDED ones for that.
+    """
+
+    async def setup(
+        self,
+        player_ids: Sequence[str],
+        options: game_pb2.Options | None = None,
+        *,
+        seed: int | None = None,
+        display_names: Mapping[str, str] | None = None,
+        now_ms: int = 0,
+    ) -> pb.SetupResponse: ...
+
+    async def apply(
+        self,
+        state: state_pb2.State,
+        player_id: str,
+        action: game_pb2.Action,
+        *,
+        expected_seq: int | None = None,
+        now_ms: int = 0,
+    ) -> pb.ApplyResponse: ...
+
+    async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse: ...
+
+    async def timeout(
+        self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
+    ) -> pb.TimeoutResponse: ...
+
+    async def close(self) -> None: ...
+
+
+def setup_request(
+    player_ids: Sequence[str],
+    options: game_pb2.Options | None = None,
+    *,
+    seed: int | None = None,
+    display_names: Mapping[str, str] | None = None,
+    now_ms: int = 0,
+) -> pb.SetupRequest:
+    request = pb.SetupRequest(
+        player_ids=list(player_ids),
+        options=options,
+        display_names=dict(display_names or {}),
+        now_ms=now_ms,
+    )
+    if seed is not None:
+        request.seed = seed
+    return request
+
+
+def apply_request(
+    state: state_pb2.State,
+    player_id: str,
+    action: game_pb2.Action,
+    *,
+    expected_seq: int | None = None,
+    now_ms: int = 0,
+) -> pb.ApplyRequest:
+    request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
+    if expected_seq is not None:
+        request.expected_seq = expected_seq
+    return request
+
+
+def view_request(state: state_pb2.State, viewer_id: str = "") -> pb.ViewRequest:
+    return pb.ViewRequest(state=state, viewer_id=viewer_id)
+
+
+def timeout_request(
+    state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
+) -> pb.TimeoutRequest:
+    request = pb.TimeoutRequest(state=state, now_ms=now_ms)
+    if expected_seq is not None:
+        request.expected_seq = expected_seq
+    return request
 
 
 class EngineClient:
@@ -91,14 +177,7 @@ class EngineClient:
         now_ms: int = 0,
     ) -> pb.SetupResponse:
         """A new game; ``seed=None`` lets the engine draw one."""
-        request = pb.SetupRequest(
-            player_ids=list(player_ids),
-            options=options,
-            display_names=dict(display_names or {}),
-            now_ms=now_ms,
-        )
-        if seed is not None:
-            request.seed = seed
+        request = setup_request(player_ids, options, seed=seed, display_names=display_names, now_ms=now_ms)
         return await self._call(self._stub.Setup, request)
 
     async def apply(
@@ -111,22 +190,18 @@ class EngineClient:
         now_ms: int = 0,
     ) -> pb.ApplyResponse:
         """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED)."""
-        request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
-        if expected_seq is not None:
-            request.expected_seq = expected_seq
+        request = apply_request(state, player_id, action, expected_seq=expected_seq, now_ms=now_ms)
         return await self._call(self._stub.Apply, request)
 
     async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
         """What ``viewer_id`` may see (empty = spectator)."""
-        return await self._call(self._stub.View, pb.ViewRequest(state=state, viewer_id=viewer_id))
+        return await self._call(self._stub.View, view_request(state, viewer_id))
 
     async def timeout(
         self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
     ) -> pb.TimeoutResponse:
         """Play the §8.5 automatic move for the current player."""
-        request = pb.TimeoutRequest(state=state, now_ms=now_ms)
-        if expected_seq is not None:
-            request.expected_seq = expected_seq
+        request = timeout_request(state, expected_seq=expected_seq, now_ms=now_ms)
         return await self._call(self._stub.Timeout, request)
 
     # -- plumbing --------------------------------------------------------------------------------
