@@ -2,7 +2,9 @@
 
 Run it with ``ninety-nine session --port 50052 --engine localhost:50051
 --store sqlite:///data/rooms.db --metrics-port 9102``. Several replicas may share one
-``--store redis://...``; deadlines are then claimed by exactly one of them.
+``--store redis://...``; deadlines are then claimed by exactly one of them. ``--engine local``
+runs the rules in this process (:class:`~services.engine.local.LocalEngine`) instead of calling
+the engine service: no engine hop, but the session's CPU does the rules work.
 
 On SIGTERM: health NOT_SERVING, new calls refused, in-flight moves finish within the grace
 period (each move is one atomic commit, so nothing is ever half-written), the deadline
@@ -30,7 +32,9 @@ from services.common.lenient import lenient_handler
 from services.common.logging import get_logger
 from services.common.metrics import rpc_histogram, start_metrics_server
 from services.common.runner import add_service_flags, run_service
-from services.engine.client import EngineClient
+from services.engine.client import EngineClient, RulesEngine
+from services.engine.handlers import rules_metrics
+from services.engine.local import LOCAL_TARGET, LocalEngine
 from services.session.errors import DOMAIN
 from services.session.multiplex import SubscribeMany
 from services.session.service import DEFAULT_LEASE_MS, RoomService, SessionMetrics
@@ -182,12 +186,18 @@ def create_session_server(
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
     """A ready-to-start session server (port 0 picks one) and its :class:`RoomService`.
 
-    Call ``RoomService.start()`` next to ``server.start()`` so deadlines fire (and
+    ``engine_target`` is the engine's host:port, or ``"local"`` to run the rules in this process
+    (their ``ninetynine_engine_*`` counters then go to ``registry``; ``engine_timeout`` does not
+    apply). Call ``RoomService.start()`` next to ``server.start()`` so deadlines fire (and
     :func:`close_room_service` on the way out); call inside
     the event loop that will run it.
     """
     store = open_store(store_url)
-    engine = EngineClient(engine_target, timeout=engine_timeout)
+    engine: RulesEngine
+    if engine_target == LOCAL_TARGET:
+        engine = LocalEngine(metrics=rules_metrics(registry))
+    else:
+        engine = EngineClient(engine_target, timeout=engine_timeout)
     kind = "redis" if store_url.startswith(("redis", "unix")) else "sqlite"
     room_service = RoomService(
         store,
@@ -241,6 +251,9 @@ async def serve_session(args: argparse.Namespace) -> None:
         port=port,
         metrics_port=metrics_port,
         store=args.store.split("?")[0],
+        # Which engine answers the rules: "local" (in this process) or "remote" (the engine service).
+        engine_mode="local" if args.engine == LOCAL_TARGET else "remote",
+        engine=args.engine,
     )
     room_service.start()
 
@@ -266,7 +279,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "Every flag can also come from the environment.",
     )
     add_service_flags(parser, port=50052, metrics_port=9102, grace=10.0)
-    add_env_argument(parser, "--engine", default="localhost:50051", help="engine service address")
+    add_env_argument(
+        parser,
+        "--engine",
+        default="localhost:50051",
+        help="engine service host:port, or 'local' to run the rules in this process (no engine hop; "
+        "the session takes the rules' CPU and the engine service is not used)",
+    )
     add_env_argument(
         parser,
         "--store",
