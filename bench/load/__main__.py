@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.session_streams,
         help="the gateway's shared SubscribeMany calls (0: one Subscribe per client; default: the gateway's)",
     )
+    parser.add_argument(
+        "--engine-local",
+        action="store_true",
+        help="start no engine process: the session runs the rules itself (--engine local); "
+        "the engine's CPU and RSS then show as '-' and its work is in the session's",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--quiet", action="store_true", help="no per-second lines")
     parser.add_argument(
@@ -68,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         store=args.store,
         session_streams=args.session_streams,
+        engine_local=args.engine_local,
         seed=args.seed,
         quiet=args.quiet,
         idle=args.idle,

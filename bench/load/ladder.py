@@ -2,7 +2,9 @@
 
 Each step is a separate ``python -m bench.load`` run (a fresh stack, so no step inherits the
 previous one's rooms). The ladder stops early when a step is clearly past capacity (client p99
-above ``--stop-p99-ms`` or more than 1 % of plays failing), so it stays within minutes.
+above ``--stop-p99-ms`` or more than 1 % of plays failing), so it stays within minutes. Options
+the ladder does not know (``--store``, ``--session-streams``...) go to every step, and so does
+``--engine-local`` (no engine process: the session runs the rules).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from bench.load.stack import REPO_ROOT
+from bench.load.stack import PROCS, REPO_ROOT, per_process
 
 # Up to the 10,000 players of issue 7; on a 2-core box the stop rule ends the climb near 5,000.
 DEFAULT_STEPS = (100, 400, 1000, 2000, 3000, 4000, 5000, 10000)
@@ -54,7 +56,7 @@ def print_table(steps: list[dict[str, Any]]) -> None:
     for s in steps:
         cpu = s["cpu_avg"]
         rss = s["rss_mb_end"]
-        cpus = "/".join(f"{cpu.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
+        cpus = per_process(cpu, PROCS)  # "-" for the engine with --engine-local
         print(
             f"{s['clients']:>7} {s['rooms']:>5} {s['moves_per_s']:>7.1f} {_fmt(s['p50_ms']):>7} "
             f"{_fmt(s['p99_ms']):>7} {_fmt(s['p999_ms']):>7} {_fmt(s['p99_vs_echo_p99']):>6} "
@@ -92,7 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ramp", type=float, default=20.0)
     parser.add_argument("--stop-p99-ms", type=float, default=2000.0, help="stop climbing past this p99")
     parser.add_argument("--json", metavar="PATH", help="write every step's summary to PATH")
+    parser.add_argument(
+        "--engine-local", action="store_true", help="every step without an engine process (--engine local)"
+    )
     args, extra = parser.parse_known_args(argv)
+    if args.engine_local:
+        extra = [*extra, "--engine-local"]
     steps: list[dict[str, Any]] = []
     for players in args.steps:
         ramp = max(args.ramp, players / 100)  # connecting and seating faster than ~100/s is its own test

@@ -29,6 +29,7 @@ import aiohttp
 from bench.framework import percentile
 from bench.load.clients import Behaviour, Client, RequestFailed, Table, Tally
 from bench.load.stack import (
+    PROCS,
     REPO_ROOT,
     ProcSampler,
     Stack,
@@ -37,6 +38,7 @@ from bench.load.stack import (
     bucket_quantile,
     histogram_buckets,
     open_files,
+    per_process,
     read_proc,
 )
 from bench.servers import ServerProcess
@@ -67,6 +69,7 @@ class LoadConfig:
     log_level: str = "info"
     store: str = "sqlite"
     session_streams: int | None = None  # the gateway's --session-streams; None: its default
+    engine_local: bool = False  # the session runs the rules itself (--engine local); no engine process
     seed: int = 7
     quiet: bool = False
     idle: bool = False  # connect and seat only, no games: memory per idle connection (run_idle)
@@ -391,8 +394,8 @@ class Reporter:
             loadgen_gc_ms=gc_ms,
         )
         if not self.cfg.quiet:
-            cpu = "/".join(f"{row.cpu.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
-            rss = "/".join(f"{row.rss_mb.get(n, 0):.0f}" for n in ("engine", "session", "gateway", "loadgen"))
+            cpu = per_process(row.cpu, PROCS)
+            rss = per_process(row.rss_mb, PROCS)
 
             def f(v: float | None) -> str:
                 return "-" if v is None else f"{v:.1f}"
@@ -501,7 +504,7 @@ async def run_load(cfg: LoadConfig, stack: Stack, echo_port: int, out: TextIO) -
     return summary
 
 
-IDLE_PROCS = ("engine", "session", "gateway", "loadgen")
+IDLE_PROCS = PROCS
 IDLE_SETTLE_S = 2.0  # after each stage, before reading RSS: late replies and allocations land
 IDLE_LINE_EVERY_S = 5
 
@@ -592,8 +595,8 @@ async def run_idle(cfg: LoadConfig, stack: Stack, out: TextIO) -> IdleSummary:
         samples += 1
         if not cfg.quiet:
             still_open = sum(1 for c in clients if c.ws is not None and c.ws.open)
-            cpu = "/".join(f"{procs.get(p, (0.0, 0))[0]:.0f}" for p in IDLE_PROCS)
-            mem = "/".join(f"{procs.get(p, (0.0, 0))[1] / MB:.0f}" for p in IDLE_PROCS)
+            cpu = per_process({n: c for n, (c, _) in procs.items()}, IDLE_PROCS)
+            mem = per_process({n: rss / MB for n, (_, rss) in procs.items()}, IDLE_PROCS)
             errors = sum(tally.errors.values())
             print(f"{n:>4} {still_open:>6} {errors:>5}  {cpu:<34} {mem}", file=out, flush=True)
     stop.set()
@@ -621,14 +624,15 @@ def print_idle_summary(s: IdleSummary, out: TextIO) -> None:
         f"{'RSS MB':<10}" + "".join(f"{stage:>9}" for stage in stages),
     ]
     for name in IDLE_PROCS:
+        if name == "engine" and s.config.get("engine_local"):
+            lines.append(f"  {name:<8} not running (--engine-local: the rules run in the session)")
+            continue
         lines.append(
             f"  {name:<8}" + "".join(f"{s.rss_mb.get(st, {}).get(name, 0.0):>9.1f}" for st in stages)
         )
     for stage, label in (("hello", "connected + hello"), ("bound", "bound to a waiting room, extra")):
         per = s.kib_per_connection.get(stage, {})
-        lines.append(
-            f"KiB per connection, {label}: " + ", ".join(f"{n} {per.get(n, 0.0)}" for n in IDLE_PROCS)
-        )
+        lines.append(f"KiB per connection, {label}: " + ", ".join(f"{n} {v}" for n, v in per.items()))
     lines += [
         "cpu % avg while holding " + ", ".join(f"{k} {v}" for k, v in s.cpu_avg_hold.items()),
         "open files (limit): "
@@ -653,6 +657,7 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
         log_level=cfg.log_level,
         store=cfg.store,
         session_streams=cfg.session_streams,
+        engine_local=cfg.engine_local,
     )
     if cfg.idle:
         with Stack(stack_cfg) as stack:
@@ -684,8 +689,8 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
 
 
 def _report_exits(stack: Stack, out: TextIO) -> None:
-    for name in ("engine", "session", "gateway"):
-        code = stack.procs[name].poll()
+    for name, proc in stack.procs.items():
+        code = proc.poll()
         if code is not None:
             print(f"{name} exited with {code}:\n{stack.log_tail(name)}", file=out, flush=True)
 
@@ -703,6 +708,8 @@ def print_summary(s: Summary, out: TextIO) -> None:
         return "-" if v is None else f"{v:.1f}{unit}"
 
     loaded = s.echo_loaded
+    # No engine process to measure: its work is in the session's CPU and RSS.
+    engine_note = " (engine: in the session, --engine-local)" if s.config.get("engine_local") else ""
     print(
         "\n".join(
             [
@@ -718,8 +725,8 @@ def print_summary(s: Summary, out: TextIO) -> None:
                 f"({s.lateness_samples} deadlines)",
                 f"errors {sum(s.errors.values())} {s.errors or ''}; "
                 f"stuck rooms max {s.stuck_max}, at end {s.stuck_end}; connect failures {s.connect_failures}",
-                "cpu % avg " + ", ".join(f"{k} {v}" for k, v in s.cpu_avg.items()),
-                "rss MB " + ", ".join(f"{k} {v}" for k, v in s.rss_mb_end.items()),
+                "cpu % avg " + ", ".join(f"{k} {v}" for k, v in s.cpu_avg.items()) + engine_note,
+                "rss MB " + ", ".join(f"{k} {v}" for k, v in s.rss_mb_end.items()) + engine_note,
                 f"memory: {f(s.idle_connection_kb, ' KiB')} per idle connection (gateway), "
                 f"{f(s.room_kb, ' KiB')} per playing room "
                 "(session + gateway, its 4-5 bound connections included)",

@@ -3,7 +3,8 @@
 :class:`Stack` starts ``python -m services.cli engine|session|gateway`` (the production entry
 points, production log level by default) on free loopback ports, with a fresh SQLite store in a
 temporary directory, waits until every port accepts connections and stops them (SIGTERM, then
-SIGKILL after a bound) on exit. :class:`ProcSampler` reads CPU time and RSS from ``/proc``;
+SIGKILL after a bound) on exit. With ``engine_local`` there is no engine process: the session
+runs the rules itself (``--engine local``). :class:`ProcSampler` reads CPU time and RSS from ``/proc``;
 :func:`histogram_buckets` parses one Prometheus histogram out of a ``/metrics`` page;
 :func:`open_files` reads a process's open-files limit and count.
 """
@@ -24,6 +25,8 @@ from types import TracebackType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 HOST = "127.0.0.1"
+# The processes of the load run's per-second lines, in their order (no engine with engine_local).
+PROCS = ("engine", "session", "gateway", "loadgen")
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -55,11 +58,12 @@ class StackConfig:
     store: str = "sqlite"  # sqlite[?synchronous=normal] (a fresh file) or a redis:// URL
     heartbeat_seconds: int = 20
     session_streams: int | None = None  # the gateway's --session-streams; None: its default
+    engine_local: bool = False  # the session's --engine local: no engine process at all
 
 
 @dataclass
 class Stack:
-    """engine, session and gateway, started on enter and stopped on exit."""
+    """engine (unless ``engine_local``), session and gateway, started on enter and stopped on exit."""
 
     config: StackConfig = field(default_factory=StackConfig)
     ports: dict[str, int] = field(default_factory=dict)
@@ -107,25 +111,30 @@ class Stack:
 
     def __enter__(self) -> Stack:
         self.workdir = tempfile.mkdtemp(prefix="ninety-nine-load-")
-        names = ("engine", "engine_metrics", "session", "session_metrics", "gateway", "gateway_grpc")
-        self.ports = {name: free_port() for name in names}
-        self.ports["gateway_metrics"] = free_port()
         cfg = self.config
+        names: tuple[str, ...] = ("session", "session_metrics", "gateway", "gateway_grpc", "gateway_metrics")
+        if not cfg.engine_local:
+            names = ("engine", "engine_metrics", *names)
+        self.ports = {name: free_port() for name in names}
         # "sqlite" or "sqlite?synchronous=normal": a fresh file in the work dir; otherwise a Redis URL.
         store = cfg.store
         if store.startswith("sqlite"):
             store = f"sqlite:///{self.workdir}/rooms.db" + store[len("sqlite") :]
         try:
-            engine = self._spawn(
-                "engine",
-                ["--port", str(self.ports["engine"]), "--metrics-port", str(self.ports["engine_metrics"])],
-            )
+            engine = None
+            if not cfg.engine_local:
+                engine = self._spawn(
+                    "engine",
+                    ["--port", str(self.ports["engine"]),
+                     "--metrics-port", str(self.ports["engine_metrics"])],
+                )  # fmt: skip
+            engine_target = "local" if engine is None else f"{HOST}:{self.ports['engine']}"
             session = self._spawn(
                 "session",
                 [
                     "--port", str(self.ports["session"]),
                     "--metrics-port", str(self.ports["session_metrics"]),
-                    "--engine", f"{HOST}:{self.ports['engine']}",
+                    "--engine", engine_target,
                     "--store", store,
                     "--bot-think-ms", str(cfg.bot_think_ms),
                     "--turn-time-scale", str(cfg.turn_time_scale),
@@ -142,7 +151,8 @@ class Stack:
                     *(() if cfg.session_streams is None else ("--session-streams", str(cfg.session_streams))),
                 ],
             )  # fmt: skip
-            wait_for_port(self.ports["engine"], engine, "engine")
+            if engine is not None:
+                wait_for_port(self.ports["engine"], engine, "engine")
             wait_for_port(self.ports["session"], session, "session")
             wait_for_port(self.ports["session_metrics"], session, "session metrics")
             wait_for_port(self.ports["gateway"], gateway, "gateway")
@@ -246,6 +256,12 @@ class ProcSampler:
             self._last[name] = now
             out[name] = (cpu, now.rss_bytes)
         return out
+
+
+def per_process(values: dict[str, float], names: tuple[str, ...]) -> str:
+    """``a/b/c`` of the named processes' values; ``-`` for one that does not run (the engine
+    with ``engine_local``), so it is not mistaken for a process using nothing."""
+    return "/".join(f"{values[n]:.0f}" if n in values else "-" for n in names)
 
 
 def histogram_buckets(text: str, name: str, having: str = "") -> list[tuple[float, float]]:
