@@ -670,6 +670,12 @@ def _action_dict_into(action: Mapping[str, Any], out: game_pb2.Action) -> None:
 
 def view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko") -> None:
     """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``."""
+    public_view_into(view, options, out)
+    private_view_into(view, options, out, lang)
+
+
+def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView) -> None:
+    """The fields of a :func:`public_view` dict (the same for every viewer, in any language)."""
     out.state_version = view["stateVersion"]
     out.mode = _MODE_OUT[view["mode"]]
     options_into(options, out.options)
@@ -704,6 +710,12 @@ def view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView,
         out.seed = int(view["seed"])
     if "result" in view:
         result_into(view["result"], out.result)
+
+
+def private_view_into(
+    view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko"
+) -> None:
+    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays."""
     if view.get("viewer"):
         out.viewer_id = view["viewer"]
     for card in view.get("hand", ()):

@@ -41,11 +41,19 @@ from services.engine.client import RulesEngine
 from services.engine.convert import (
     action_to_proto,
     options_from_proto,
+    private_view_into,
+    public_view_into,
     result_into,
     state_from_proto,
-    view_into,
 )
-from services.engine.rules import GameState, RuleError, check_replayable, game_result, player_view
+from services.engine.rules import (
+    GameState,
+    RuleError,
+    check_replayable,
+    game_result,
+    private_view,
+    public_view,
+)
 from services.session import rooms
 from services.session.bots import bot_action
 from services.session.errors import session_error
@@ -242,6 +250,25 @@ _BATCH = pb.SubscribeResponse.DESCRIPTOR.fields_by_name["batch"].number
 _BATCH_EVENTS = pb.EventBatch.DESCRIPTOR.fields_by_name["events"].number
 _BATCH_VIEW = pb.EventBatch.DESCRIPTOR.fields_by_name["view"].number
 _BATCH_END = pb.RoomEvent.DESCRIPTOR.fields_by_name["batch_end"].number
+_UPDATE_VIEW = pb.ViewUpdate.DESCRIPTOR.fields_by_name["view"].number
+
+
+@dataclass(slots=True)
+class _Shared:
+    """What every viewer of one room version gets alike, built on first use.
+
+    ``head`` is the ``ViewUpdate`` without its view (seq and room); ``public`` the view's public
+    part, as a message and serialized. A viewer's ``ViewUpdate`` is ``head`` followed by its view
+    field holding ``public`` and then the viewer's own fields: protobuf reads concatenated
+    messages as one (the two parts set disjoint fields), so a move's views cost one public part
+    per room plus a hand per player, not a whole view per viewer.
+    """
+
+    room: pb.Room
+    head: bytes = b""
+    public: view_pb2.GameView | None = None
+    public_bytes: bytes = b""
+
 
 # Stands for "nothing for a while" among a subscription's tail items.
 _HEARTBEAT = object()
@@ -284,12 +311,13 @@ class RoomService:
         self._cache_size = 20_000
         self._finished_rooms: OrderedDict[str, Loaded] = OrderedDict()
         self._finished_size = 512
-        # View messages of recent room versions, per (room, version, viewer, lang), and their room part.
+        # View messages of recent room versions, per (room, version, viewer, lang), and the parts
+        # all viewers of a version share.
         self._views: OrderedDict[tuple[str, int, str | None, Lang], pb.SubscribeResponse] = OrderedDict()
         self._view_bytes: OrderedDict[tuple[str, int, str | None, Lang], bytes] = OrderedDict()
         # Hidden stand-ins of events, shared by every subscriber who may not see them.
         self._hidden: OrderedDict[tuple[str, int], bytes] = OrderedDict()
-        self._public_rooms: OrderedDict[tuple[str, int], pb.Room] = OrderedDict()
+        self._shared: OrderedDict[tuple[str, int], _Shared] = OrderedDict()
         self._views_size = 4096
         self._presence: Counter[tuple[str, str]] = Counter()
         # Moves waiting for their first local subscriber to deliver them (fan-out latency); moves
@@ -831,14 +859,42 @@ class RoomService:
 
     # -- views and subscriptions ---------------------------------------------------------------
 
-    def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView | None:
-        if not loaded.doc.HasField("state"):
-            return None
+    def _shared_parts(self, loaded: Loaded) -> _Shared:
+        """The parts of ``loaded``'s view messages that are the same for every viewer."""
+        key = (loaded.record.room_id, loaded.record.version)
+        shared = self._shared.get(key)
+        if shared is None:
+            shared = self._shared[key] = _Shared(rooms.public_room(loaded.doc))
+            while len(self._shared) > self._views_size:
+                self._shared.popitem(last=False)
+        return shared
+
+    def _public_view(self, loaded: Loaded) -> _Shared:
+        """:meth:`_shared_parts` with ``public`` built (left None when no game was ever started)."""
+        shared = self._shared_parts(loaded)
+        if shared.public is None and loaded.doc.HasField("state"):
+            game = loaded.game_state()
+            public = view_pb2.GameView()
+            public_view_into(public_view(game), game.options, public)
+            if loaded.doc.deadline_ms:
+                # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
+                public.deadline_ms = loaded.doc.deadline_ms
+            shared.public, shared.public_bytes = public, public.SerializeToString()
+        return shared
+
+    def _private_view(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView:
         game = loaded.game_state()
         out = view_pb2.GameView()
-        view_into(player_view(game, viewer), game.options, out, lang)
-        if loaded.doc.deadline_ms:
-            out.deadline_ms = loaded.doc.deadline_ms  # the session's timer (3 s rule, bots) is the real one
+        private_view_into(private_view(game, viewer), game.options, out, lang)
+        return out
+
+    def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView | None:
+        public = self._public_view(loaded).public
+        if public is None:
+            return None
+        out = view_pb2.GameView()
+        out.CopyFrom(public)
+        out.MergeFrom(self._private_view(loaded, viewer, lang))
         return out
 
     async def get_view(self, token: str, lang: Lang) -> pb.GetViewResponse:
@@ -872,13 +928,7 @@ class RoomService:
         if message is not None:
             self._views.move_to_end(key)
             return message
-        room_key = (record.room_id, record.version)
-        room = self._public_rooms.get(room_key)
-        if room is None:
-            room = self._public_rooms[room_key] = rooms.public_room(loaded.doc)
-            while len(self._public_rooms) > self._views_size:
-                self._public_rooms.popitem(last=False)
-        update = pb.ViewUpdate(seq=loaded.doc.last_seq, room=room)
+        update = pb.ViewUpdate(seq=loaded.doc.last_seq, room=self._shared_parts(loaded).room)
         view = self.view_of(loaded, viewer, lang)
         if view is not None:
             update.view.CopyFrom(view)
@@ -912,9 +962,14 @@ class RoomService:
         key = (room_id, loaded.record.version, viewer, lang)
         encoded = self._view_bytes.get(key)
         if encoded is None:
-            encoded = self._view_bytes[key] = self._view_message(
-                loaded, viewer, lang
-            ).view.SerializeToString()
+            shared = self._public_view(loaded)
+            if not shared.head:
+                shared.head = pb.ViewUpdate(seq=loaded.doc.last_seq, room=shared.room).SerializeToString()
+            encoded = shared.head
+            if shared.public is not None:
+                private = self._private_view(loaded, viewer, lang).SerializeToString()
+                encoded += length_delimited(_UPDATE_VIEW, shared.public_bytes + private)
+            self._view_bytes[key] = encoded
             while len(self._view_bytes) > self._views_size:
                 self._view_bytes.popitem(last=False)
         return encoded

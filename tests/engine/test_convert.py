@@ -6,13 +6,28 @@ import dataclasses
 import re
 
 import pytest
-from ninetynine.engine.v1 import game_pb2, state_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
 
 from services.common.errors import REASON_STATUS
 from services.engine import convert
-from services.engine.rules import CLASSIC, Action, Options, Reason, RuleError, apply, setup, timeout_action
+from services.engine.rules import (
+    CLASSIC,
+    Action,
+    Options,
+    Reason,
+    RuleError,
+    apply,
+    player_view,
+    private_view,
+    public_view,
+    setup,
+    timeout_action,
+)
 from services.engine.rules.errors import TEXTS
 from services.engine.server import MALFORMED_REQUEST, MALFORMED_REQUEST_TEXTS
+from tests.engine.rules.test_properties import options_strategy, seed_strategy
 from tests.engine.service_fixtures import ROOT
 
 
@@ -99,3 +114,32 @@ def test_docs_error_table_matches_the_code() -> None:
     expected = {r.value: (REASON_STATUS[r].name, *TEXTS[r]) for r in Reason}
     expected[MALFORMED_REQUEST] = ("INVALID_ARGUMENT", *MALFORMED_REQUEST_TEXTS)
     assert rows == expected
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    options=options_strategy,
+    players=st.integers(min_value=2, max_value=5),
+    seed=seed_strategy,
+    lang=st.sampled_from(["ko", "en"]),
+)
+def test_public_bytes_then_private_bytes_read_as_the_whole_view(
+    options: Options, players: int, seed: int, lang: str
+) -> None:
+    """The session sends a viewer the shared public part's bytes followed by the viewer's own
+    part: for every viewer at every move (of a game's first 150), it must read back as the whole view."""
+    seats = [f"p{i}" for i in range(players)]
+    state, _ = setup(seats, options, seed=seed)
+    for step in range(150):
+        public = view_pb2.GameView()
+        convert.public_view_into(public_view(state), state.options, public)
+        public_bytes = public.SerializeToString()
+        for viewer in [*seats, None, "stranger"]:
+            whole = view_pb2.GameView()
+            convert.view_into(player_view(state, viewer), state.options, whole, lang)  # type: ignore[arg-type]
+            own = view_pb2.GameView()
+            convert.private_view_into(private_view(state, viewer), state.options, own, lang)  # type: ignore[arg-type]
+            assert view_pb2.GameView.FromString(public_bytes + own.SerializeToString()) == whole
+        if state.finished:
+            break
+        state, _ = apply(state, state.current, timeout_action(state), now_ms=step)

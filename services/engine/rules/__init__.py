@@ -28,7 +28,7 @@ from .options import CLASSIC, KR, Options
 from .rng import Rng, RngState, seed_commitment, seed_rng
 from .state import CURRENT_STATE_VERSION, Action, Audience, Event, GameState, Phase, PlayRecord
 from .validate import validate_state
-from .view import player_view, public_view
+from .view import player_view, private_view, public_view
 
 __all__ = [
     "CLASSIC",
@@ -62,6 +62,7 @@ __all__ = [
     "legal_choices",
     "message",
     "player_view",
+    "private_view",
     "public_view",
     "seed_commitment",
     "seed_rng",

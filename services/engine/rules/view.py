@@ -2,8 +2,9 @@
 
 ``public_view`` is what everyone sees; ``player_view`` adds the viewer's own hand with,
 per card, every choice, its resulting total and whether (and why) it is refused, plus
-the ready-to-send legal plays. Never included: another player's hand, the draw order,
-the RNG state, an eliminated player's cards, or the seed before the game is over.
+the ready-to-send legal plays (``private_view`` is that addition alone). Never included:
+another player's hand, the draw order, the RNG state, an eliminated player's cards, or the
+seed before the game is over.
 """
 
 from __future__ import annotations
@@ -56,8 +57,14 @@ def public_view(s: GameState) -> dict[str, Any]:
 
 def player_view(s: GameState, viewer: str | None) -> dict[str, Any]:
     """``viewer=None`` (or someone not seated) gets the public view only."""
-    view = public_view(s)
-    view["viewer"] = viewer
+    return {**public_view(s), **private_view(s, viewer)}
+
+
+def private_view(s: GameState, viewer: str | None) -> dict[str, Any]:
+    """What :func:`player_view` adds to the public view for ``viewer``: always ``viewer``, and
+    for a seated player ``hand``, ``myTurn`` and ``legalPlays``. Kept apart so that a server
+    showing one state to several viewers builds the public part once."""
+    view: dict[str, Any] = {"viewer": viewer}
     if viewer is None or viewer not in s.hands:
         return view
     my_turn = s.phase is Phase.PLAYING and s.current == viewer
