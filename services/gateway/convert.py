@@ -235,6 +235,44 @@ class _Fragments(Generic[_M]):
 
 
 _DICTS = _Parts(options_json, card_json, action_json, choice_json, player_json, record_json)
+
+# A view's own fields: cleared to find the part of the view its state's other viewers share.
+_OWN_VIEW_FIELDS = ("viewer_id", "hand", "my_turn", "legal_plays")
+
+
+class _PublicViewText:
+    """The JSON text of views' public part, kept per distinct encoding of that part.
+
+    The players of a room get views of one state that differ only in their own fields (the public
+    part is most of the text: seats, recent plays, options), so the public text is built once per
+    move instead of once per player; a player's view text is it with the own keys appended.
+    Oldest entries go first when full, like :class:`_Fragments`.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def view(self, view: view_pb2.GameView) -> orjson.Fragment:
+        """``view`` as the JSON text ``orjson.dumps(_view(view, _FRAGMENTS))`` makes, as a fragment."""
+        public = view_pb2.GameView()
+        public.CopyFrom(view)
+        for name in _OWN_VIEW_FIELDS:
+            public.ClearField(name)
+        key = public.SerializeToString()
+        text = self._entries.get(key)
+        if text is None:
+            text = exact_copy(orjson.dumps(_public_view(public, _FRAGMENTS)))
+            if len(self._entries) >= self.max_entries:
+                self._entries.popitem(last=False)
+            self._entries[key] = text
+        # Both texts are objects: "{public}" and "{own}" make "{public,own}" (own is never empty).
+        return orjson.Fragment(text[:-1] + b"," + orjson.dumps(_own_view(view, _FRAGMENTS))[1:])
+
+
 # Sizes: a room's recent plays and seats stay live for ~10 moves, so these hold a few thousand
 # rooms' worth; cards, actions and options come from small fixed sets.
 _FRAGMENTS = _Parts(
@@ -245,6 +283,7 @@ _FRAGMENTS = _Parts(
     player=_Fragments(view_pb2.PlayerView, player_json, 8192).get,
     record=_Fragments(state_pb2.PlayRecord, record_json, 8192).get,
 )
+_PUBLIC_VIEWS = _PublicViewText(512)  # a move's views arrive within milliseconds of each other
 
 
 # -- events and views --------------------------------------------------------------------------
@@ -363,7 +402,12 @@ def view_json(view: view_pb2.GameView) -> dict[str, object]:
 
 
 def _view(view: view_pb2.GameView, parts: _Parts) -> dict[str, object]:
-    player, record, action = parts.player, parts.record, parts.action
+    return {**_public_view(view, parts), **_own_view(view, parts)}
+
+
+def _public_view(view: view_pb2.GameView, parts: _Parts) -> dict[str, object]:
+    """The keys of a view every viewer of the same state gets alike (``viewer`` and after excluded)."""
+    player, record = parts.player, parts.record
     out: dict[str, object] = {
         "stateVersion": view.state_version,
         "mode": _MODE.get(view.mode, "kr-product"),
@@ -386,10 +430,15 @@ def _view(view: view_pb2.GameView, parts: _Parts) -> dict[str, object]:
     if view.phase == state_pb2.PHASE_FINISHED:
         out["seed"] = str(view.seed)
         out["result"] = result_json(view.result)
+    return out
+
+
+def _own_view(view: view_pb2.GameView, parts: _Parts) -> dict[str, object]:
+    """The keys after the public ones: ``viewer``, and a seated viewer's hand and legal plays."""
     if not view.viewer_id:
-        out["viewer"] = None
-        return out
-    out["viewer"] = view.viewer_id
+        return {"viewer": None}
+    action = parts.action
+    out: dict[str, object] = {"viewer": view.viewer_id}
     hand: list[dict[str, object]] = []
     for entry in view.hand:
         card: dict[str, object] = {
@@ -482,7 +531,11 @@ def _server(msg: gw.ServerMessage, reply_id: JsonId | None, parts: _Parts) -> di
     if kind == "event":  # the most frequent kinds first
         body = {"seq": msg.event.seq, "event": _event(msg.event.event, msg.event.source, parts)}
     elif kind == "view":
-        body = {"seq": msg.view.seq, "view": _view(msg.view.view, parts)}
+        view = msg.view.view
+        body = {
+            "seq": msg.view.seq,
+            "view": _PUBLIC_VIEWS.view(view) if parts is _FRAGMENTS else _view(view, parts),
+        }
     elif kind == "played":
         body = {"clientSeq": msg.played.client_seq, "seq": msg.played.seq}
     elif kind == "room":

@@ -135,6 +135,24 @@ def test_fragment_cache_is_bounded_and_rebuilds_what_it_dropped() -> None:
     assert cache.get(records[-1]) is cache.get(records[-1])
 
 
+def test_views_of_one_state_share_one_public_text() -> None:
+    """Each seat's view frame is its own (hand, legal plays), yet the public part is built once per
+    state: the views of four seats and a spectator add one entry to the public-text cache."""
+    cache = convert._PublicViewText(max_entries=64)
+    messages = list(game_messages(2**63 + 5, players=4))
+    views = [m for m in messages if m.WhichOneof("kind") == "view"]
+    for first in range(0, 5 * 8, 5):  # the views after the first eight moves, five per state
+        before = len(cache)
+        frames = set()
+        for msg in views[first : first + 5]:
+            view = msg.view.view
+            text = orjson.dumps(cache.view(view))
+            assert text == orjson.dumps(convert._view(view, convert._DICTS))
+            frames.add(text)
+        assert len(cache) == before + 1
+        assert len(frames) == 5  # four hands and the spectator's view: five different texts
+
+
 def test_kept_fragments_hold_their_size_not_orjsons_work_buffer() -> None:
     # orjson returns its 4 KiB work buffer as the bytes of a small result; 500 kept records must
     # not cost 2 MB.
