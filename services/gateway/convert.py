@@ -236,9 +236,6 @@ class _Fragments(Generic[_M]):
 
 _DICTS = _Parts(options_json, card_json, action_json, choice_json, player_json, record_json)
 
-# A view's own fields: cleared to find the part of the view its state's other viewers share.
-_OWN_VIEW_FIELDS = ("viewer_id", "hand", "my_turn", "legal_plays")
-
 
 class _PublicViewText:
     """The JSON text of views' public part, kept per distinct encoding of that part.
@@ -260,8 +257,11 @@ class _PublicViewText:
         """``view`` as the JSON text ``orjson.dumps(_view(view, _FRAGMENTS))`` makes, as a fragment."""
         public = view_pb2.GameView()
         public.CopyFrom(view)
-        for name in _OWN_VIEW_FIELDS:
-            public.ClearField(name)
+        # Without the viewer's own fields it is the part the state's other viewers share.
+        public.ClearField("viewer_id")
+        public.ClearField("hand")
+        public.ClearField("my_turn")
+        public.ClearField("legal_plays")
         key = public.SerializeToString()
         text = self._entries.get(key)
         if text is None:
