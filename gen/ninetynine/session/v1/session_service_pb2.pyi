@@ -605,6 +605,117 @@ class PlayResponse(_message.Message):
 Global___PlayResponse: _TypeAlias = PlayResponse  # noqa: Y015
 
 @_typing.final
+class PlayManyRequest(_message.Message):
+    """One play on a PlayMany stream: what Play takes, plus what a Play call would carry in its
+    metadata.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    PLAY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ACCEPT_LANGUAGE_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.int
+    """Chosen by the caller, unique among the stream's unanswered plays; not 0. The answer carries it."""
+    request_id: _builtins.str
+    """Correlates the play's log lines with the caller's (x-request-id rules)."""
+    accept_language: _builtins.str
+    """The language of a refusal's message, as an accept-language value ("ko", "en"); empty: the
+    stream's own accept-language header.
+    """
+    @_builtins.property
+    def play(self) -> Global___PlayRequest:
+        """As for Play (idempotent by client_seq, so a play resent after a broken stream is safe)."""
+
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.int = ...,
+        play: Global___PlayRequest | None = ...,
+        request_id: _builtins.str = ...,
+        accept_language: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["play", b"play"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_language", b"accept_language", "call_id", b"call_id", "play", b"play", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayManyRequest: _TypeAlias = PlayManyRequest  # noqa: Y015
+
+@_typing.final
+class PlayManyResponse(_message.Message):
+    """The answer to one play of a PlayMany stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    PLAYED_FIELD_NUMBER: _builtins.int
+    FAILURE_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.int
+    """The call_id of the request this answers."""
+    @_builtins.property
+    def played(self) -> Global___PlayResponse:
+        """What Play would have returned."""
+
+    @_builtins.property
+    def failure(self) -> Global___PlayFailure:
+        """The status Play would have failed with. A request without a call_id (INVALID_CALL_ID) or
+        without a play (MISSING_PLAY) is refused here too, and the stream goes on.
+        """
+
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.int = ...,
+        played: Global___PlayResponse | None = ...,
+        failure: Global___PlayFailure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "played", b"played", "result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "failure", b"failure", "played", b"played", "result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["played", "failure"]  # noqa: Y015
+    _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
+
+Global___PlayManyResponse: _TypeAlias = PlayManyResponse  # noqa: Y015
+
+@_typing.final
+class PlayFailure(_message.Message):
+    """How a play failed: the status its Play call would have ended with (the shape of SubscriptionEnd)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    STATUS_DETAILS_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A google.rpc.Code value; never 0 (OK)."""
+    message: _builtins.str
+    """The status message, in the play's language."""
+    status_details: _builtins.bytes
+    """A serialized google.rpc.Status with one google.rpc.ErrorInfo, as the grpc-status-details-bin
+    trailer of Play would carry it. Empty for INTERNAL (the session failed unexpectedly and
+    logged it), which carries no ErrorInfo, as a unary call failing that way would not.
+    """
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        status_details: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "status_details", b"status_details"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayFailure: _TypeAlias = PlayFailure  # noqa: Y015
+
+@_typing.final
 class GetViewRequest(_message.Message):
     """Ask for a view."""
 

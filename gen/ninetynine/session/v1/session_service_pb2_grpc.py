@@ -85,6 +85,11 @@ class SessionServiceStub:
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayResponse.FromString,
                 _registered_method=True)
+        self.PlayMany = channel.stream_stream(
+                '/ninetynine.session.v1.SessionService/PlayMany',
+                request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyResponse.FromString,
+                _registered_method=True)
         self.GetView = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/GetView',
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.GetViewRequest.SerializeToString,
@@ -185,6 +190,18 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlayMany(self, request_iterator, context):
+        """Many Play calls in one, for a consumer that plays for many clients at once (the gateway opens
+        a few of these instead of one Play call per move). Each request is a play under a call_id the
+        caller picks; its answer comes back with that id, as soon as it is ready: answers may arrive
+        in another order than their requests. An answer is what Play would have returned or the
+        status it would have failed with; the stream itself goes on. After the caller half-closes,
+        the plays still running are answered, then the stream ends.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetView(self, request, context):
         """The caller's current view (own hand and legal plays for a seat token).
         """
@@ -272,6 +289,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.Play,
                     request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayRequest.FromString,
                     response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayResponse.SerializeToString,
+            ),
+            'PlayMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.PlayMany,
+                    request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyRequest.FromString,
+                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyResponse.SerializeToString,
             ),
             'GetView': grpc.unary_unary_rpc_method_handler(
                     servicer.GetView,
@@ -548,6 +570,33 @@ class SessionService:
             '/ninetynine.session.v1.SessionService/Play',
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayRequest.SerializeToString,
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlayMany(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/ninetynine.session.v1.SessionService/PlayMany',
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyRequest.SerializeToString,
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.PlayManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

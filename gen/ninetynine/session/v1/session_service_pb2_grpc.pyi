@@ -59,6 +59,14 @@ class SessionServiceStub:
     """Play a card. Idempotent by client_seq; answers only once the move is durable. With
     expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
     """
+    PlayMany: _grpc.StreamStreamMultiCallable[_session_service_pb2.PlayManyRequest, _session_service_pb2.PlayManyResponse]
+    """Many Play calls in one, for a consumer that plays for many clients at once (the gateway opens
+    a few of these instead of one Play call per move). Each request is a play under a call_id the
+    caller picks; its answer comes back with that id, as soon as it is ready: answers may arrive
+    in another order than their requests. An answer is what Play would have returned or the
+    status it would have failed with; the stream itself goes on. After the caller half-closes,
+    the plays still running are answered, then the stream ends.
+    """
     GetView: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetViewRequest, _session_service_pb2.GetViewResponse]
     """The caller's current view (own hand and legal plays for a seat token)."""
     Subscribe: _grpc.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]
@@ -107,6 +115,14 @@ class SessionServiceAsyncStub(SessionServiceStub):
     Play: _aio.UnaryUnaryMultiCallable[_session_service_pb2.PlayRequest, _session_service_pb2.PlayResponse]  # type: ignore[assignment]
     """Play a card. Idempotent by client_seq; answers only once the move is durable. With
     expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
+    """
+    PlayMany: _aio.StreamStreamMultiCallable[_session_service_pb2.PlayManyRequest, _session_service_pb2.PlayManyResponse]  # type: ignore[assignment]
+    """Many Play calls in one, for a consumer that plays for many clients at once (the gateway opens
+    a few of these instead of one Play call per move). Each request is a play under a call_id the
+    caller picks; its answer comes back with that id, as soon as it is ready: answers may arrive
+    in another order than their requests. An answer is what Play would have returned or the
+    status it would have failed with; the stream itself goes on. After the caller half-closes,
+    the plays still running are answered, then the stream ends.
     """
     GetView: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetViewRequest, _session_service_pb2.GetViewResponse]  # type: ignore[assignment]
     """The caller's current view (own hand and legal plays for a seat token)."""
@@ -207,6 +223,20 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_session_service_pb2.PlayResponse, _abc.Awaitable[_session_service_pb2.PlayResponse]]:
         """Play a card. Idempotent by client_seq; answers only once the move is durable. With
         expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
+        """
+
+    @_abc_1.abstractmethod
+    def PlayMany(
+        self,
+        request_iterator: _MaybeAsyncIterator[_session_service_pb2.PlayManyRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_session_service_pb2.PlayManyResponse], _abc.AsyncIterator[_session_service_pb2.PlayManyResponse]]:
+        """Many Play calls in one, for a consumer that plays for many clients at once (the gateway opens
+        a few of these instead of one Play call per move). Each request is a play under a call_id the
+        caller picks; its answer comes back with that id, as soon as it is ready: answers may arrive
+        in another order than their requests. An answer is what Play would have returned or the
+        status it would have failed with; the stream itself goes on. After the caller half-closes,
+        the plays still running are answered, then the stream ends.
         """
 
     @_abc_1.abstractmethod
