@@ -212,18 +212,24 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             # status to the transport: the caller does not wait for the line. call_soon copies
             # the current context, so the line still sees this request's scope.
             try:
-                asyncio.get_running_loop().call_soon(self._emit, method, code, seconds, scope.fields, failure)
+                loop = asyncio.get_running_loop()
+                loop.call_soon(self.record, method, code, seconds, scope.fields, failure)
             finally:
                 close_scope(token)
 
-    def _emit(
+    def record(
         self,
         method: str,
         code: grpc.StatusCode,
         seconds: float,
         fields: dict[str, object],
-        failure: BaseException | None,
+        failure: BaseException | None = None,
     ) -> None:
+        """The canonical line and latency sample of one call: every RPC's, and calls that share a
+        stream (a play on PlayMany) so they are logged and counted like their unary twins.
+
+        ``failure`` (an unexpected exception) is logged with its traceback at level error.
+        """
         code_name = code.name
         if self._histogram is not None:
             key = (method, code_name, *[str(fields.get(name, "")) for name in self._label_fields])
