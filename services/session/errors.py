@@ -57,6 +57,12 @@ REASONS: dict[str, tuple[grpc.StatusCode, str, str]] = {
         "한 연결에 구독이 너무 많아요",
         "Too many subscriptions on one stream",
     ),
+    "INVALID_CALL_ID": (
+        S.INVALID_ARGUMENT,
+        "요청 번호는 1 이상이어야 해요",
+        "A call_id must be 1 or more",
+    ),
+    "MISSING_PLAY": (S.INVALID_ARGUMENT, "낼 카드 요청이 비어 있어요", "The request carries no play"),
     "ROOM_BUSY": (S.ABORTED, "잠시 후 다시 시도해 주세요", "The room is busy; try again"),
     "ENGINE_UNAVAILABLE": (
         S.UNAVAILABLE,

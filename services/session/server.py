@@ -37,6 +37,7 @@ from services.engine.handlers import rules_metrics
 from services.engine.local import LOCAL_TARGET, LocalEngine
 from services.session.errors import DOMAIN
 from services.session.multiplex import SubscribeMany
+from services.session.playmany import PlayMany, Recorder, play
 from services.session.service import DEFAULT_LEASE_MS, RoomService, SessionMetrics
 from services.session.store import InvalidStoreInput, open_store
 
@@ -47,10 +48,15 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    """Thin transport layer: authentication and rules live in :class:`RoomService`."""
+    """Thin transport layer: authentication and rules live in :class:`RoomService`.
 
-    def __init__(self, rooms: RoomService) -> None:
+    ``record`` (the server's :meth:`CanonicalLogInterceptor.record`) logs and observes each play of
+    a PlayMany stream like a unary Play.
+    """
+
+    def __init__(self, rooms: RoomService, record: Recorder | None = None) -> None:
         self.rooms = rooms
+        self.record = record
 
     async def _refuse(self, context: Context, err: ServiceError) -> NoReturn:
         self.rooms.metrics.refusals.labels(err.reason).inc()
@@ -113,14 +119,24 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             await self._refuse(context, err)
 
     async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
-        bind_rpc_fields(room_id=request.token.partition(".")[0][:16], client_seq=request.client_seq)
         try:
-            expected = request.expected_move_seq if request.HasField("expected_move_seq") else None
-            response = await self.rooms.play(request.token, request.client_seq, request.action, expected)
+            return await play(self.rooms, request)
         except ServiceError as err:
             await self._refuse(context, err)
-        bind_rpc_fields(seq=response.seq, duplicate=response.duplicate)
-        return response
+
+    async def PlayMany(  # type: ignore[override]
+        self, request_iterator: AsyncIterable[pb.PlayManyRequest], context: Context
+    ) -> AsyncIterator[pb.PlayManyResponse]:
+        metadata = context.invocation_metadata() or ()
+        stream_lang = next((str(v) for k, v in metadata if k == "accept-language"), "")
+        stream = PlayMany(self.rooms, stream_lang, self.record)
+        try:
+            async for answer in stream.run(request_iterator):
+                yield answer
+        except ServiceError as err:  # an undecodable request, already counted where it was parsed
+            await abort(context, err)
+        finally:
+            bind_rpc_fields(plays=stream.received)
 
     async def GetView(self, request: pb.GetViewRequest, context: Context) -> pb.GetViewResponse:
         try:
@@ -219,7 +235,7 @@ def create_session_server(
         (
             lenient_handler(
                 pb.DESCRIPTOR.services_by_name["SessionService"],
-                SessionServicer(room_service),
+                SessionServicer(room_service, interceptor.record),
                 DOMAIN,
                 on_refusal=lambda reason: room_service.metrics.refusals.labels(reason).inc(),
             ),
