@@ -4,6 +4,7 @@ A real engine and session (SQLite store) run on an event loop in a background th
 examples call them through plain synchronous channels: random bytes through a generic call
 for every method, and random values in every field with real and made-up tokens and actions.
 Every refusal carries exactly one ErrorInfo, and a refused call leaves an existing room as it was.
+A play refused inside a PlayMany stream (an answer, not a failed call) is held to the same rules.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ninetynine.engine.v1 import game_pb2
@@ -28,7 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from services.engine.server import create_engine_server
 from services.session.server import close_room_service, create_session_server
-from tests.session.helpers import only_error_info
+from tests.session.helpers import ENGINE_DOMAIN, SESSION_DOMAIN, only_error_info
 
 SERVICE = pb.DESCRIPTOR.services_by_name["SessionService"]
 FORBIDDEN = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -118,16 +120,28 @@ def snapshot(run: Running) -> tuple[bytes, ...]:
     return (room.SerializeToString(deterministic=True), *views)
 
 
-def check_outcome(err: grpc.RpcError | None) -> None:
+def check_outcome(err: grpc.RpcError | pb.PlayFailure | None) -> None:
     if err is None:
+        return
+    if isinstance(err, pb.PlayFailure):
+        assert err.code not in {code.value[0] for code in FORBIDDEN}, f"{err.code}: {err.message}"
+        status = status_pb2.Status.FromString(err.status_details)
+        assert status.code == err.code and len(status.details) == 1, "exactly one detail"
+        info = error_details_pb2.ErrorInfo()
+        assert status.details[0].Unpack(info), "the detail is an ErrorInfo"
+        assert info.domain in (SESSION_DOMAIN, ENGINE_DOMAIN), info.domain
         return
     code = err.code()  # type: ignore[attr-defined]
     assert code not in FORBIDDEN, f"{code}: {err.details()}"  # type: ignore[attr-defined]
     only_error_info(err)
 
 
-def call(run: Running, method: str, request: Message | bytes) -> grpc.RpcError | None:
-    """Call ``method``; raw bytes go through a generic call without client-side serialization."""
+def call(run: Running, method: str, request: Message | bytes) -> grpc.RpcError | pb.PlayFailure | None:
+    """Call ``method``; raw bytes go through a generic call without client-side serialization.
+
+    A stream gets that one request, then the caller half-closes. A PlayMany play refused in its
+    answer comes back as that answer's ``PlayFailure``.
+    """
     desc = SERVICE.methods_by_name[method]
     path = f"/{SERVICE.full_name}/{method}"
     raw = isinstance(request, bytes)
@@ -136,8 +150,12 @@ def call(run: Running, method: str, request: Message | bytes) -> grpc.RpcError |
         if desc.server_streaming:
             stream = run.channel.unary_stream(path, request_serializer=serializer, response_deserializer=None)
             responses = stream(request, timeout=5)
-            next(iter(responses), None)  # one item shows the stream was accepted
+            first = next(iter(responses), None)  # one item shows the stream was accepted
             responses.cancel()  # type: ignore[no-untyped-call]
+            if method == "PlayMany" and first is not None:
+                answer = pb.PlayManyResponse.FromString(first)
+                if answer.WhichOneof("result") == "failure":
+                    return answer.failure
         else:
             run.channel.unary_unary(path, request_serializer=serializer, response_deserializer=None)(
                 request, timeout=5
@@ -172,7 +190,8 @@ def test_undecodable_bytes_are_malformed_request(running: Running) -> None:
     )
     for method in SERVICE.methods_by_name:
         err = call(running, method, b"\xff\xff\xff")  # a truncated varint: never a valid message
-        assert err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert isinstance(err, grpc.RpcError), "bytes that do not parse end the call, streams too"
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
         info = only_error_info(err)
         assert (info.reason, info.domain) == ("MALFORMED_REQUEST", "session.ninetynine")
     after = running.registry.get_sample_value(
