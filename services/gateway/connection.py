@@ -42,7 +42,7 @@ from services.gateway.protocol import (
     clean_metadata,
     gateway_message,
 )
-from services.gateway.relay import SessionRelay
+from services.gateway.relay import PlayRelay, SessionRelay
 
 __all__ = ["Connection", "Outgoing", "Transport"]
 
@@ -113,12 +113,15 @@ class Connection:
         metrics: GatewayMetrics,
         *,
         relay: SessionRelay | None = None,
+        plays: PlayRelay | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.transport = transport
         self.session = session
         # Room streams over the gateway's shared SubscribeMany calls; None: one Subscribe each.
         self.relay = relay
+        # Plays over the gateway's shared PlayMany calls; None: one unary Play call each.
+        self.plays = plays
         self.limits = limits
         self.metrics = metrics
         self.clock = clock
@@ -527,7 +530,10 @@ class Connection:
         request = spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action)
         if play.HasField("expected_move_seq"):  # unset and 0 differ: 0 names the opening view
             request.expected_move_seq = play.expected_move_seq
-        resp = await self.session.Play(request, metadata=self._meta(), timeout=SESSION_TIMEOUT_S)
+        if self.plays is not None:
+            resp = await self.plays.play(request, self.lang, timeout=SESSION_TIMEOUT_S)
+        else:
+            resp = await self.session.Play(request, metadata=self._meta(), timeout=SESSION_TIMEOUT_S)
         bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
         played = gw.Played(client_seq=resp.client_seq or play.client_seq, seq=resp.seq)
         self.deliver(Outgoing(gw.ServerMessage(played=played), reply_id, play_received=received))

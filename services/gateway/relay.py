@@ -11,6 +11,15 @@ share a call and the session can put a whole move's batches in one message.
 are the same. When a shared call breaks (a session replica went away), each of its subscriptions
 fails with that call's status and its caller resubscribes from its last seq, on a new call (with
 several replicas behind round-robin, a new call may land on another replica).
+
+The clients' plays go the same way: :class:`PlayRelay` carries them on ``streams`` shared PlayMany
+calls instead of one unary ``Play`` call each. :meth:`PlayRelay.play` behaves like
+``stub.Play(...)``: it returns the ``PlayResponse`` or raises a ``grpc.aio.AioRpcError`` with the
+code, details and ``grpc-status-details-bin`` trailer Play would have failed with
+(DEADLINE_EXCEEDED after the caller's timeout). When a shared call breaks, its unanswered plays
+fail with that call's status (UNAVAILABLE when the session went away) and the next play opens a
+new call; plays are idempotent by ``client_seq``, so the client's resend is safe whether or not
+the first one landed.
 """
 
 from __future__ import annotations
@@ -150,6 +159,112 @@ class SessionRelay:
                 raise _error(_CODES.get(end.code, grpc.StatusCode.UNKNOWN), end.message, end.status_details)
         finally:
             call.close(sub_id)
+
+    async def close(self) -> None:
+        calls = [call for call in self.calls if call is not None]
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
+        self.calls = [None] * len(self.calls)
+
+
+class _PlayCall:
+    """One PlayMany call and the plays waiting for their answers on it."""
+
+    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
+        self.index = index
+        self.requests: asyncio.Queue[spb.PlayManyRequest] = asyncio.Queue()
+        self.pending: dict[int, asyncio.Future[spb.PlayManyResponse]] = {}
+        self.broken = False
+        self.call = stub.PlayMany(self._requests())
+        self.reader = asyncio.create_task(self._read())
+
+    async def _requests(self) -> AsyncIterator[spb.PlayManyRequest]:
+        while True:
+            yield await self.requests.get()
+
+    async def _read(self) -> None:
+        error: grpc.aio.AioRpcError
+        try:
+            async for answer in self.call:
+                future = self.pending.pop(answer.call_id, None)
+                if future is not None and not future.done():  # None: that play timed out meanwhile
+                    future.set_result(answer)
+            error = _error(grpc.StatusCode.UNAVAILABLE, "the session ended the shared play stream")
+        except grpc.aio.AioRpcError as exc:
+            error = exc
+        except asyncio.CancelledError:
+            error = _error(grpc.StatusCode.CANCELLED, "the gateway is closing")
+            raise
+        finally:
+            self.broken = True
+            if self.pending:
+                log.info(
+                    "shared play stream ended",
+                    stream=self.index,
+                    plays=len(self.pending),
+                    code=error.code().name,
+                )
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(error)
+            self.pending.clear()
+
+    def send(self, call_id: int, request: spb.PlayRequest, lang: str) -> asyncio.Future[spb.PlayManyResponse]:
+        future: asyncio.Future[spb.PlayManyResponse] = asyncio.get_running_loop().create_future()
+        self.pending[call_id] = future
+        message = spb.PlayManyRequest(
+            call_id=call_id, play=request, request_id=request_id(), accept_language=lang
+        )
+        self.requests.put_nowait(message)
+        return future
+
+    def cancel(self) -> None:
+        self.call.cancel()
+        self.reader.cancel()
+
+
+class PlayRelay:
+    """``streams`` shared PlayMany calls to the session, opened on first use and after a break."""
+
+    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
+        if streams < 1:
+            raise ValueError("a play relay needs at least one stream")
+        self.stub = stub
+        self.calls: list[_PlayCall | None] = [None] * streams
+        self._ids = itertools.count(1)
+
+    def _call_for(self, room_id: str) -> _PlayCall:
+        # By room, as the room streams are: with several replicas, a room's moves keep to one call.
+        index = zlib.crc32(room_id.encode()) % len(self.calls)
+        call = self.calls[index]
+        if call is None or call.broken:
+            call = self.calls[index] = _PlayCall(self.stub, index)
+        return call
+
+    async def play(
+        self, request: spb.PlayRequest, lang: str, timeout: float | None = None
+    ) -> spb.PlayResponse:
+        """Like ``Play(request, timeout=timeout)`` with ``accept-language: lang``, over a shared call.
+
+        The current request id (:func:`~services.common.context.request_id`) goes with the play.
+        """
+        call = self._call_for(request.token.partition(".")[0])
+        call_id = next(self._ids)
+        future = call.send(call_id, request, lang)
+        try:
+            async with asyncio.timeout(timeout):
+                answer = await future
+        except TimeoutError:
+            raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+        finally:
+            call.pending.pop(call_id, None)
+        if answer.WhichOneof("result") == "played":
+            return answer.played
+        failure = answer.failure
+        raise _error(
+            _CODES.get(failure.code, grpc.StatusCode.UNKNOWN), failure.message, failure.status_details
+        )
 
     async def close(self) -> None:
         calls = [call for call in self.calls if call is not None]

@@ -46,7 +46,7 @@ from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.protocol import ProtocolError, parse_text
-from services.gateway.relay import SessionRelay
+from services.gateway.relay import PlayRelay, SessionRelay
 
 __all__ = ["GATEWAY_SERVICE_NAME", "Gateway", "RunningGateway", "add_parser", "start_gateway"]
 
@@ -57,6 +57,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 WS_READ_LIMIT = 1024 * 1024
 # Shared SubscribeMany calls to the session (a few, so several replicas behind round-robin share them).
 DEFAULT_SESSION_STREAMS = 2
+# Shared PlayMany calls carrying the clients' plays (a message on a stream instead of a unary call).
+DEFAULT_SESSION_PLAY_STREAMS = 2
 
 log = get_logger(__name__)
 
@@ -192,6 +194,8 @@ class Gateway:
     texts: SharedServerText = field(default_factory=SharedServerText)
     # The clients' room streams, over a few shared SubscribeMany calls (None: one Subscribe each).
     relay: SessionRelay | None = None
+    # The clients' plays, over a few shared PlayMany calls (None: one unary Play call each).
+    plays: PlayRelay | None = None
 
     def _open(self, connection: Connection) -> Connection:
         connection.start()
@@ -224,6 +228,7 @@ class Gateway:
                 self.limits,
                 self.metrics,
                 relay=self.relay,
+                plays=self.plays,
             )
         )
         try:
@@ -275,7 +280,7 @@ class Gateway:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
         transport = GrpcTransport(context)
         connection = self._open(
-            Connection(transport, self.session, self.limits, self.metrics, relay=self.relay)
+            Connection(transport, self.session, self.limits, self.metrics, relay=self.relay, plays=self.plays)
         )
 
         async def read() -> None:
@@ -330,6 +335,8 @@ class RunningGateway:
         await self.grpc_server.stop(grace)
         if self.gateway.relay is not None:
             await self.gateway.relay.close()
+        if self.gateway.plays is not None:
+            await self.gateway.plays.close()
         await self.channel.close(None)
 
 
@@ -342,11 +349,14 @@ async def start_gateway(
     limits: Limits | None = None,
     registry: CollectorRegistry | None = REGISTRY,
     session_streams: int = DEFAULT_SESSION_STREAMS,
+    session_play_streams: int = DEFAULT_SESSION_PLAY_STREAMS,
 ) -> RunningGateway:
     """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones).
 
     ``session_streams`` shared SubscribeMany calls carry the clients' room streams; 0 gives each
     client its own Subscribe call (the way before SubscribeMany, kept for comparison).
+    ``session_play_streams`` shared PlayMany calls carry the clients' plays; 0 makes one unary
+    Play call per play (the way before PlayMany).
     """
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
     # load: any replica can serve any room on the Redis store.
@@ -357,6 +367,7 @@ async def start_gateway(
         limits or Limits(),
         GatewayMetrics.create(registry),
         relay=SessionRelay(stub, session_streams) if session_streams else None,
+        plays=PlayRelay(stub, session_play_streams) if session_play_streams else None,
     )
     runner = web.AppRunner(gateway.web_app(), access_log=None)
     await runner.setup()
@@ -390,6 +401,7 @@ async def serve_gateway(args: argparse.Namespace) -> None:
         grpc_port=args.grpc_port,
         limits=limits,
         session_streams=args.session_streams,
+        session_play_streams=args.session_play_streams,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -437,6 +449,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=int,
         default=DEFAULT_SESSION_STREAMS,
         help="shared SubscribeMany calls for the clients' room streams (0: one Subscribe per client)",
+    )
+    add_env_argument(
+        parser,
+        "--session-play-streams",
+        type=int,
+        default=DEFAULT_SESSION_PLAY_STREAMS,
+        help="shared PlayMany calls for the clients' plays (0: one unary Play call per play)",
     )
     parser.set_defaults(handler=run_command)
     return parser

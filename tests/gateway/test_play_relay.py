@@ -1,0 +1,261 @@
+"""The gateway's plays over shared PlayMany calls (``PlayRelay`` in ``services/gateway/relay.py``).
+
+Clients must not notice: a whole game plays to the end, refusals reach them as the very frames the
+unary Play path sends, one request id follows a play from the gateway's line to the session's,
+and a stuck or restarted session fails plays the way a unary call would, so the client's resend
+(idempotent by client_seq) lands once on a new call. Real engine, session and gateway servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from prometheus_client import CollectorRegistry
+
+from services.common.logging import configure_logging
+from services.engine.server import EngineMetrics, create_engine_server
+from services.gateway.relay import PlayRelay
+from services.session.playmany import PLAY_METHOD
+from tests.common.conftest import LogCapture
+from tests.gateway.conftest import GatewayFactory, WsClient, WsFactory
+from tests.gateway.test_relay import LocalSession
+from tests.gateway.test_ws_contract import _create_table, _play_to_the_end
+
+
+async def test_a_whole_game_plays_to_the_end_over_shared_play_streams(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    running = await make_gateway(session_play_streams=2)
+    assert running.gateway.plays is not None
+    client = await ws_client(running)
+    joined = await _create_table(client)
+    finished = await _play_to_the_end(client, joined["playerId"])
+    assert joined["playerId"] in [r["player"] for r in finished["ranking"]]
+    played = [m for m in client.seen if m["type"] == "played"]
+    assert played, "the plays were answered"
+    assert [p["clientSeq"] for p in played] == sorted({p["clientSeq"] for p in played})
+    assert any(call is not None for call in running.gateway.plays.calls), "they went over a shared call"
+
+
+async def _refusal(client: WsClient, play: dict[str, Any]) -> dict[str, Any]:
+    answer = await client.request(play)
+    assert answer["type"] == "error", answer
+    return {key: value for key, value in answer.items() if key != "id"}
+
+
+@pytest.mark.turn_time_scale(1.0)  # 15 s turns: the game waits for the human while both ask
+async def test_refusals_reach_the_client_as_the_same_frames_as_over_unary_play(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    shared = await make_gateway(session_play_streams=2)
+    unary = await make_gateway(session_play_streams=0)
+    assert unary.gateway.plays is None
+    host = await ws_client(shared)
+    joined = await host.request({"type": "createRoom", "id": "c", "name": "A", "seats": 2})
+    await host.request({"type": "addBot", "id": "b"})
+    await host.request({"type": "startGame", "id": "s"})
+    # The same seat through the other gateway.
+    twin = await ws_client(unary)
+    resumed = await twin.request({"type": "resume", "id": "r", "token": joined["token"], "afterSeq": 0})
+    assert resumed["type"] == "joined"
+
+    def my_turn(m: dict[str, Any]) -> bool:
+        return bool(m["type"] == "view" and m["view"].get("myTurn"))
+
+    first = await host.until(my_turn)
+    played = await host.request(
+        {"type": "play", "id": 1, "clientSeq": 50, "action": first["view"]["legalPlays"][0]["action"]}
+    )
+    assert played["type"] == "played"
+    view = await host.until(lambda m: my_turn(m) and m["seq"] > played["seq"])  # after the bot's move
+    action = view["view"]["legalPlays"][0]["action"]
+    played_card = next(
+        m["event"]["cardId"]
+        for m in reversed(host.seen)
+        if m["type"] == "event" and m["event"]["type"] == "cardPlayed"
+    )
+    refused = {
+        "STALE": {"type": "play", "id": 2, "clientSeq": 49, "action": action},
+        "VIEW_OUTDATED": {
+            "type": "play",
+            "id": 3,
+            "clientSeq": 60,
+            "action": action,
+            "moveSeq": view["view"]["seq"] - 1,
+        },
+        "CARD_NOT_IN_HAND": {"type": "play", "id": 4, "clientSeq": 60, "action": {"cardId": played_card}},
+    }
+    for lang in ("ko", "en"):
+        await host.request({"type": "hello", "id": "h", "lang": lang})
+        await twin.request({"type": "hello", "id": "h", "lang": lang})
+        for reason, play in refused.items():
+            streamed, direct = await _refusal(host, play), await _refusal(twin, play)
+            assert streamed["reason"] == reason, streamed
+            assert streamed == direct, (lang, reason)
+
+
+@pytest.fixture
+def logs() -> Iterator[LogCapture]:
+    capture = LogCapture()
+    configure_logging("gateway", json_logs=True, stream=capture)  # type: ignore[arg-type]
+    yield capture
+    configure_logging("gateway", json_logs=True)
+
+
+@pytest.mark.turn_time_scale(1.0)
+async def test_one_request_id_follows_a_play_from_the_gateway_to_the_session(
+    make_gateway: GatewayFactory, ws_client: WsFactory, logs: LogCapture
+) -> None:
+    running = await make_gateway(session_play_streams=2)
+    client = await ws_client(running)
+    await client.request({"type": "createRoom", "id": "c", "name": "A", "seats": 2})
+    await client.request({"type": "addBot", "id": "b"})
+    await client.request({"type": "startGame", "id": "s"})
+    view = await client.until(lambda m: m["type"] == "view" and m["view"].get("myTurn") is True)
+    action = view["view"]["legalPlays"][0]["action"]
+    played = await client.request({"type": "play", "id": 1, "clientSeq": 5, "action": action})
+    stale = await client.request({"type": "play", "id": 2, "clientSeq": 4, "action": action})
+    assert (played["type"], stale["type"]) == ("played", "error")
+
+    def gateway_plays(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [line for line in lines if line.get("event") == "message" and line.get("type") == "play"]
+
+    await logs.wait_for(
+        lambda lines: len(gateway_plays(lines)) == 2 and len(logs.rpc_lines(PLAY_METHOD)) == 2
+    )
+    sent = gateway_plays(logs.lines)
+    session = logs.rpc_lines(PLAY_METHOD)
+    assert [line["request_id"] for line in sent] == [line["request_id"] for line in session]
+    assert sent[0]["request_id"] != sent[1]["request_id"]
+    assert [(line["code"], line.get("reason")) for line in session] == [("OK", None), ("ABORTED", "STALE")]
+    assert (sent[0]["seq"], sent[1]["reason"]) == (played["seq"], "STALE")
+
+
+# -- a stuck or restarted session ------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    session: LocalSession
+    stub: spb_grpc.SessionServiceAsyncStub
+    relay: PlayRelay
+    tokens: list[str]
+
+    async def turn(self) -> tuple[str, spb.PlayRequest]:
+        """Whose turn it is, and a legal play for it (client_seq to be set)."""
+        for token in self.tokens:
+            view = (await self.stub.GetView(spb.GetViewRequest(token=token), wait_for_ready=True)).view
+            if view.my_turn:
+                return token, spb.PlayRequest(token=token, action=view.legal_plays[0].action)
+        raise AssertionError("nobody is to move")
+
+    async def move_seq(self) -> int:
+        view = await self.stub.GetView(spb.GetViewRequest(token=self.tokens[0]), wait_for_ready=True)
+        return int(view.view.seq)
+
+
+@pytest.fixture
+async def table(tmp_path: Path) -> AsyncIterator[Table]:
+    """Engine, a restartable session on SQLite, a PlayRelay with one shared call, a started room of
+    two humans (15 s turns: nothing moves but their plays)."""
+    engine, engine_port, _ = create_engine_server(
+        "127.0.0.1:0", metrics=EngineMetrics.create(CollectorRegistry())
+    )
+    await engine.start()
+    session = LocalSession(f"127.0.0.1:{engine_port}", tmp_path / "rooms.db")
+    await session.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{session.port}")
+    stub = spb_grpc.SessionServiceStub(channel)
+    relay = PlayRelay(stub, streams=1)
+    host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
+    guest = await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name="B"))
+    await stub.StartGame(spb.StartGameRequest(token=host.seat_token))
+    yield Table(session, stub, relay, [host.seat_token, guest.seat_token])
+    await relay.close()
+    await channel.close(None)
+    await session.stop()
+    await engine.stop(None)
+
+
+class StoreLock:
+    """Another writer holding the SQLite file's write lock: the session's commits wait for it."""
+
+    def __init__(self, db: Path) -> None:
+        self.conn = sqlite3.connect(db, isolation_level=None)
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+async def test_a_play_past_its_timeout_is_deadline_exceeded_and_the_call_goes_on(table: Table) -> None:
+    _, play = await table.turn()
+    play.client_seq = 1
+    before = await table.move_seq()
+    lock = StoreLock(table.session.db)
+    try:
+        with pytest.raises(grpc.aio.AioRpcError) as late:
+            await table.relay.play(play, "ko", timeout=0.3)
+    finally:
+        lock.release()
+    assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    call = table.relay.calls[0]
+    assert call is not None and not call.broken, "one slow play does not end the shared call"
+    # The play landed once the store let it; the client's resend gets that outcome back.
+    again = await table.relay.play(play, "ko", timeout=5)
+    assert again.duplicate and again.client_seq == 1
+    assert await table.move_seq() == before + 1
+    _, following = await table.turn()
+    following.client_seq = 1
+    assert not (await table.relay.play(following, "ko", timeout=5)).duplicate
+    assert table.relay.calls[0] is call
+
+
+async def test_a_session_restart_fails_pending_plays_and_the_resend_lands_once_on_a_new_call(
+    table: Table,
+) -> None:
+    _, play = await table.turn()
+    play.client_seq = 1
+    before = await table.move_seq()
+    first_call_play = asyncio.create_task(table.relay.play(play, "en", timeout=5))
+    lock = StoreLock(table.session.db)
+    await asyncio.sleep(0.2)  # the play waits for the store
+    old_call = table.relay.calls[0]
+    assert old_call is not None and old_call.pending, "the play is pending on the shared call"
+    stopping = asyncio.create_task(table.session.stop())
+    with pytest.raises(grpc.aio.AioRpcError) as broken:
+        await first_call_play
+    # The call's own status, as a unary Play cut off by the restart would fail.
+    assert broken.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    assert old_call.broken
+    lock.release()
+    await stopping
+
+    # While the session is down, the next play fails at once (UNAVAILABLE), as a unary call would.
+    with pytest.raises(grpc.aio.AioRpcError) as down:
+        await table.relay.play(play, "en", timeout=5)
+    assert down.value.code() == grpc.StatusCode.UNAVAILABLE
+
+    # Back on the same port and file: the client's resend of the same client_seq goes over a new
+    # call and the move is applied exactly once, whether or not the first one made it.
+    await table.session.start()
+    assert await table.move_seq() in (before, before + 1)  # waits for the channel to reconnect
+    resent = await table.relay.play(play, "en", timeout=5)
+    assert resent.client_seq == 1
+    assert await table.move_seq() == before + 1
+    assert table.relay.calls[0] is not old_call
+    _, following = await table.turn()
+    following.client_seq = 1
+    assert not (await table.relay.play(following, "en", timeout=5)).duplicate
+    assert await table.move_seq() == before + 2
