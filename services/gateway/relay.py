@@ -34,7 +34,7 @@ import grpc.aio
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
-from services.common.context import request_id
+from services.common.context import request_id, request_scope
 from services.common.errors import STATUS_DETAILS_KEY
 from services.common.logging import get_logger
 
@@ -176,8 +176,11 @@ class _PlayCall:
         self.requests: asyncio.Queue[spb.PlayManyRequest] = asyncio.Queue()
         self.pending: dict[int, asyncio.Future[spb.PlayManyResponse]] = {}
         self.broken = False
-        self.call = stub.PlayMany(self._requests())
-        self.reader = asyncio.create_task(self._read())
+        # The call outlives the play that opens it: a request id of its own, not that play's, so
+        # the session's line for the call is not taken for one of the play's.
+        with request_scope(play_stream=index):
+            self.call = stub.PlayMany(self._requests())
+            self.reader = asyncio.create_task(self._read())
 
     async def _requests(self) -> AsyncIterator[spb.PlayManyRequest]:
         while True:

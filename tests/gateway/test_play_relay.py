@@ -139,6 +139,10 @@ async def test_one_request_id_follows_a_play_from_the_gateway_to_the_session(
     assert sent[0]["request_id"] != sent[1]["request_id"]
     assert [(line["code"], line.get("reason")) for line in session] == [("OK", None), ("ABORTED", "STALE")]
     assert (sent[0]["seq"], sent[1]["reason"]) == (played["seq"], "STALE")
+    # The shared call that carried them has a line of its own, under an id of its own.
+    await running.stop(grace=0.5)
+    stream = await logs.rpc_line("/ninetynine.session.v1.SessionService/PlayMany")
+    assert stream["plays"] == 2 and stream["request_id"] not in {line["request_id"] for line in sent}
 
 
 # -- a stuck or restarted session ------------------------------------------------------------------
