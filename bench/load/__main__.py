@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the gateway's shared SubscribeMany calls (0: one Subscribe per client; default: the gateway's)",
     )
     parser.add_argument(
+        "--session-play-streams",
+        type=int,
+        default=defaults.session_play_streams,
+        help="the gateway's shared PlayMany calls (0: one unary Play per move; default: the gateway's)",
+    )
+    parser.add_argument(
         "--engine-local",
         action="store_true",
         help="start no engine process: the session runs the rules itself (--engine local); "
@@ -74,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         store=args.store,
         session_streams=args.session_streams,
+        session_play_streams=args.session_play_streams,
         engine_local=args.engine_local,
         seed=args.seed,
         quiet=args.quiet,

@@ -69,6 +69,7 @@ class LoadConfig:
     log_level: str = "info"
     store: str = "sqlite"
     session_streams: int | None = None  # the gateway's --session-streams; None: its default
+    session_play_streams: int | None = None  # the gateway's --session-play-streams; None: its default
     engine_local: bool = False  # the session runs the rules itself (--engine local); no engine process
     seed: int = 7
     quiet: bool = False
@@ -657,6 +658,7 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
         log_level=cfg.log_level,
         store=cfg.store,
         session_streams=cfg.session_streams,
+        session_play_streams=cfg.session_play_streams,
         engine_local=cfg.engine_local,
     )
     if cfg.idle:
