@@ -27,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, Generic, TypeVar
 
 import grpc
 import grpc.aio
@@ -45,6 +46,9 @@ log = get_logger(__name__)
 MAX_PENDING_ITEMS = 2000
 
 _Item = spb.SubscriptionItem | grpc.aio.AioRpcError
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+_C = TypeVar("_C", bound="_Call[Any, Any]")
 
 
 def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> grpc.aio.AioRpcError:
@@ -57,18 +61,26 @@ def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
-class _SharedCall:
-    """One SubscribeMany call and the subscriptions it carries."""
+class _Call(Generic[_Req, _Resp]):
+    """One shared bidirectional call: requests queued by many callers, answers read by one task.
 
-    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
+    The call outlives the caller that happens to open it, so it gets a request id of its own (the
+    session's line for the call is then not taken for one of that caller's). Once the call ends,
+    for whatever reason, it is ``broken`` and :meth:`_fail` hands the ending status to everyone
+    still waiting on it; the pool opens a new call for the next caller.
+    """
+
+    kind = ""  # "room" or "play": log lines and the call's request-scope field
+
+    def __init__(self, method: Callable[[AsyncIterator[_Req]], Any], index: int) -> None:
         self.index = index
-        self.requests: asyncio.Queue[spb.SubscribeManyRequest] = asyncio.Queue()
-        self.subscriptions: dict[int, asyncio.Queue[_Item]] = {}
+        self.requests: asyncio.Queue[_Req] = asyncio.Queue()
         self.broken = False
-        self.call = stub.SubscribeMany(self._requests())
-        self.reader = asyncio.create_task(self._read())
+        with request_scope(None, shared_stream=f"{self.kind}-{index}"):
+            self.call = method(self._requests())
+            self.reader = asyncio.create_task(self._read())
 
-    async def _requests(self) -> AsyncIterator[spb.SubscribeManyRequest]:
+    async def _requests(self) -> AsyncIterator[_Req]:
         while True:
             yield await self.requests.get()
 
@@ -76,16 +88,8 @@ class _SharedCall:
         error: grpc.aio.AioRpcError
         try:
             async for message in self.call:
-                for item in message.items:
-                    queue = self.subscriptions.get(item.id)
-                    if queue is None:
-                        continue  # closed meanwhile
-                    if queue.qsize() >= MAX_PENDING_ITEMS:
-                        self.close(item.id)
-                        queue.put_nowait(_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
-                        continue
-                    queue.put_nowait(item)
-            error = _error(grpc.StatusCode.UNAVAILABLE, "the session ended the shared stream")
+                self._on_message(message)
+            error = _error(grpc.StatusCode.UNAVAILABLE, f"the session ended the shared {self.kind} stream")
         except grpc.aio.AioRpcError as exc:
             error = exc
         except asyncio.CancelledError:
@@ -93,16 +97,79 @@ class _SharedCall:
             raise
         finally:
             self.broken = True
-            if self.subscriptions:
-                log.info(
-                    "shared room stream ended",
-                    stream=self.index,
-                    subscriptions=len(self.subscriptions),
-                    code=error.code().name,
-                )
-            for queue in self.subscriptions.values():
-                queue.put_nowait(error)
-            self.subscriptions.clear()
+            self._fail(error)
+
+    def _on_message(self, message: _Resp) -> None:
+        raise NotImplementedError
+
+    def _fail(self, error: grpc.aio.AioRpcError) -> None:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        self.call.cancel()
+        self.reader.cancel()
+
+
+class _Pool(Generic[_C]):
+    """``streams`` shared calls opened by ``open_call(index)``, chosen by room, reopened after a break.
+
+    By room, so that a room's traffic keeps to one call (and, with several session replicas behind
+    round robin, to one replica).
+    """
+
+    def __init__(self, open_call: Callable[[int], _C], streams: int) -> None:
+        if streams < 1:
+            raise ValueError("a relay needs at least one stream")
+        self._open_call = open_call
+        self.calls: list[_C | None] = [None] * streams
+        self._ids = itertools.count(1)
+
+    def _call_for(self, room_id: str) -> _C:
+        index = zlib.crc32(room_id.encode()) % len(self.calls)
+        call = self.calls[index]
+        if call is None or call.broken:
+            call = self.calls[index] = self._open_call(index)
+        return call
+
+    async def close(self) -> None:
+        calls = [call for call in self.calls if call is not None]
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
+        self.calls = [None] * len(self.calls)
+
+
+class _SharedCall(_Call[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
+    """One SubscribeMany call and the subscriptions it carries."""
+
+    kind = "room"
+
+    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
+        self.subscriptions: dict[int, asyncio.Queue[_Item]] = {}
+        super().__init__(stub.SubscribeMany, index)
+
+    def _on_message(self, message: spb.SubscribeManyResponse) -> None:
+        for item in message.items:
+            queue = self.subscriptions.get(item.id)
+            if queue is None:
+                continue  # closed meanwhile
+            if queue.qsize() >= MAX_PENDING_ITEMS:
+                self.close(item.id)
+                queue.put_nowait(_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
+                continue
+            queue.put_nowait(item)
+
+    def _fail(self, error: grpc.aio.AioRpcError) -> None:
+        if self.subscriptions:
+            log.info(
+                "shared room stream ended",
+                stream=self.index,
+                subscriptions=len(self.subscriptions),
+                code=error.code().name,
+            )
+        for queue in self.subscriptions.values():
+            queue.put_nowait(error)
+        self.subscriptions.clear()
 
     def open(self, sub_id: int, request: spb.SubscribeRequest, lang: str) -> asyncio.Queue[_Item]:
         queue: asyncio.Queue[_Item] = asyncio.Queue()
@@ -115,27 +182,12 @@ class _SharedCall:
         if self.subscriptions.pop(sub_id, None) is not None and not self.broken:
             self.requests.put_nowait(spb.SubscribeManyRequest(close=sub_id))
 
-    def cancel(self) -> None:
-        self.call.cancel()
-        self.reader.cancel()
 
-
-class SessionRelay:
+class SessionRelay(_Pool[_SharedCall]):
     """``streams`` shared SubscribeMany calls to the session, opened on first use and after a break."""
 
     def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
-        if streams < 1:
-            raise ValueError("a relay needs at least one stream")
-        self.stub = stub
-        self.calls: list[_SharedCall | None] = [None] * streams
-        self._ids = itertools.count(1)
-
-    def _call_for(self, room_id: str) -> _SharedCall:
-        index = zlib.crc32(room_id.encode()) % len(self.calls)
-        call = self.calls[index]
-        if call is None or call.broken:
-            call = self.calls[index] = _SharedCall(self.stub, index)
-        return call
+        super().__init__(lambda index: _SharedCall(stub, index), streams)
 
     async def subscribe(
         self, request: spb.SubscribeRequest, lang: str
@@ -160,58 +212,30 @@ class SessionRelay:
         finally:
             call.close(sub_id)
 
-    async def close(self) -> None:
-        calls = [call for call in self.calls if call is not None]
-        for call in calls:
-            call.cancel()
-        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
-        self.calls = [None] * len(self.calls)
 
-
-class _PlayCall:
+class _PlayCall(_Call[spb.PlayManyRequest, spb.PlayManyResponse]):
     """One PlayMany call and the plays waiting for their answers on it."""
 
+    kind = "play"
+
     def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
-        self.index = index
-        self.requests: asyncio.Queue[spb.PlayManyRequest] = asyncio.Queue()
         self.pending: dict[int, asyncio.Future[spb.PlayManyResponse]] = {}
-        self.broken = False
-        # The call outlives the play that opens it: a request id of its own, not that play's, so
-        # the session's line for the call is not taken for one of the play's.
-        with request_scope(play_stream=index):
-            self.call = stub.PlayMany(self._requests())
-            self.reader = asyncio.create_task(self._read())
+        super().__init__(stub.PlayMany, index)
 
-    async def _requests(self) -> AsyncIterator[spb.PlayManyRequest]:
-        while True:
-            yield await self.requests.get()
+    def _on_message(self, answer: spb.PlayManyResponse) -> None:
+        future = self.pending.pop(answer.call_id, None)
+        if future is not None and not future.done():  # None: that play timed out meanwhile
+            future.set_result(answer)
 
-    async def _read(self) -> None:
-        error: grpc.aio.AioRpcError
-        try:
-            async for answer in self.call:
-                future = self.pending.pop(answer.call_id, None)
-                if future is not None and not future.done():  # None: that play timed out meanwhile
-                    future.set_result(answer)
-            error = _error(grpc.StatusCode.UNAVAILABLE, "the session ended the shared play stream")
-        except grpc.aio.AioRpcError as exc:
-            error = exc
-        except asyncio.CancelledError:
-            error = _error(grpc.StatusCode.CANCELLED, "the gateway is closing")
-            raise
-        finally:
-            self.broken = True
-            if self.pending:
-                log.info(
-                    "shared play stream ended",
-                    stream=self.index,
-                    plays=len(self.pending),
-                    code=error.code().name,
-                )
-            for future in self.pending.values():
-                if not future.done():
-                    future.set_exception(error)
-            self.pending.clear()
+    def _fail(self, error: grpc.aio.AioRpcError) -> None:
+        if self.pending:
+            log.info(
+                "shared play stream ended", stream=self.index, plays=len(self.pending), code=error.code().name
+            )
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self.pending.clear()
 
     def send(self, call_id: int, request: spb.PlayRequest, lang: str) -> asyncio.Future[spb.PlayManyResponse]:
         future: asyncio.Future[spb.PlayManyResponse] = asyncio.get_running_loop().create_future()
@@ -222,28 +246,12 @@ class _PlayCall:
         self.requests.put_nowait(message)
         return future
 
-    def cancel(self) -> None:
-        self.call.cancel()
-        self.reader.cancel()
 
-
-class PlayRelay:
+class PlayRelay(_Pool[_PlayCall]):
     """``streams`` shared PlayMany calls to the session, opened on first use and after a break."""
 
     def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
-        if streams < 1:
-            raise ValueError("a play relay needs at least one stream")
-        self.stub = stub
-        self.calls: list[_PlayCall | None] = [None] * streams
-        self._ids = itertools.count(1)
-
-    def _call_for(self, room_id: str) -> _PlayCall:
-        # By room, as the room streams are: with several replicas, a room's moves keep to one call.
-        index = zlib.crc32(room_id.encode()) % len(self.calls)
-        call = self.calls[index]
-        if call is None or call.broken:
-            call = self.calls[index] = _PlayCall(self.stub, index)
-        return call
+        super().__init__(lambda index: _PlayCall(stub, index), streams)
 
     async def play(
         self, request: spb.PlayRequest, lang: str, timeout: float | None = None
@@ -268,10 +276,3 @@ class PlayRelay:
         raise _error(
             _CODES.get(failure.code, grpc.StatusCode.UNKNOWN), failure.message, failure.status_details
         )
-
-    async def close(self) -> None:
-        calls = [call for call in self.calls if call is not None]
-        for call in calls:
-            call.cancel()
-        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
-        self.calls = [None] * len(self.calls)
