@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
@@ -61,7 +62,7 @@ def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
-class _Call(Generic[_Req, _Resp]):
+class _Call(ABC, Generic[_Req, _Resp]):
     """One shared bidirectional call: requests queued by many callers, answers read by one task.
 
     The call outlives the caller that happens to open it, so it gets a request id of its own (the
@@ -99,11 +100,13 @@ class _Call(Generic[_Req, _Resp]):
             self.broken = True
             self._fail(error)
 
+    @abstractmethod
     def _on_message(self, message: _Resp) -> None:
-        raise NotImplementedError
+        """Hand one message of the call to whoever waits for it."""
 
+    @abstractmethod
     def _fail(self, error: grpc.aio.AioRpcError) -> None:
-        raise NotImplementedError
+        """The call has ended with ``error``: fail everyone still waiting on it."""
 
     def cancel(self) -> None:
         self.call.cancel()

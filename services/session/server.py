@@ -24,7 +24,7 @@ from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from services.common.config import add_env_argument
-from services.common.context import bind_rpc_fields
+from services.common.context import accept_language, bind_rpc_fields
 from services.common.errors import ServiceError, abort, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
 from services.common.interceptors import CanonicalLogInterceptor
@@ -127,9 +127,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def PlayMany(  # type: ignore[override]
         self, request_iterator: AsyncIterable[pb.PlayManyRequest], context: Context
     ) -> AsyncIterator[pb.PlayManyResponse]:
-        metadata = context.invocation_metadata() or ()
-        stream_lang = next((str(v) for k, v in metadata if k == "accept-language"), "")
-        stream = PlayMany(self.rooms, stream_lang, self.record)
+        # The call's accept-language, as the interceptor put it in this call's request scope.
+        stream = PlayMany(self.rooms, accept_language(), self.record)
         try:
             async for answer in stream.run(request_iterator):
                 yield answer
