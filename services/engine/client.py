@@ -13,9 +13,8 @@ failure is raised as :class:`~services.common.errors.ServiceError` carrying the 
 code (``OVER_99``, ``STALE_STATE``...), metadata and both language texts. The current request id
 (``x-request-id``) is forwarded on every call.
 
-:class:`RulesEngine` is the interface the session programs against; :class:`EngineClient` and the
-in-process :class:`services.engine.local.LocalEngine` both satisfy it, and both build their
-requests with the ``*_request`` functions here.
+The session holds an ``EngineClient`` whichever engine answers: the in-process
+:class:`services.engine.local.LocalEngine` is this client over a stand-in for the stub.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -48,88 +47,6 @@ RECONNECT_OPTIONS = (
 )
 
 
-class RulesEngine(Protocol):
-    """What the session needs from a rules engine: the four calls, and ``close``.
-
-    Refusals raise :class:`~services.common.errors.ServiceError` (domain ``engine.ninetynine``);
-    an implementation that can be down raises UNAVAILABLE / DEADLINE_EXCEEDED ones for that.
-    """
-
-    async def setup(
-        self,
-        player_ids: Sequence[str],
-        options: game_pb2.Options | None = None,
-        *,
-        seed: int | None = None,
-        display_names: Mapping[str, str] | None = None,
-        now_ms: int = 0,
-    ) -> pb.SetupResponse: ...
-
-    async def apply(
-        self,
-        state: state_pb2.State,
-        player_id: str,
-        action: game_pb2.Action,
-        *,
-        expected_seq: int | None = None,
-        now_ms: int = 0,
-    ) -> pb.ApplyResponse: ...
-
-    async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse: ...
-
-    async def timeout(
-        self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
-    ) -> pb.TimeoutResponse: ...
-
-    async def close(self) -> None: ...
-
-
-def setup_request(
-    player_ids: Sequence[str],
-    options: game_pb2.Options | None = None,
-    *,
-    seed: int | None = None,
-    display_names: Mapping[str, str] | None = None,
-    now_ms: int = 0,
-) -> pb.SetupRequest:
-    request = pb.SetupRequest(
-        player_ids=list(player_ids),
-        options=options,
-        display_names=dict(display_names or {}),
-        now_ms=now_ms,
-    )
-    if seed is not None:
-        request.seed = seed
-    return request
-
-
-def apply_request(
-    state: state_pb2.State,
-    player_id: str,
-    action: game_pb2.Action,
-    *,
-    expected_seq: int | None = None,
-    now_ms: int = 0,
-) -> pb.ApplyRequest:
-    request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
-    if expected_seq is not None:
-        request.expected_seq = expected_seq
-    return request
-
-
-def view_request(state: state_pb2.State, viewer_id: str = "") -> pb.ViewRequest:
-    return pb.ViewRequest(state=state, viewer_id=viewer_id)
-
-
-def timeout_request(
-    state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
-) -> pb.TimeoutRequest:
-    request = pb.TimeoutRequest(state=state, now_ms=now_ms)
-    if expected_seq is not None:
-        request.expected_seq = expected_seq
-    return request
-
-
 class EngineClient:
     """Async client of ``ninetynine.engine.v1.EngineService``."""
 
@@ -141,7 +58,9 @@ class EngineClient:
         attempts: int = DEFAULT_ATTEMPTS,
         backoff: float = DEFAULT_BACKOFF,
         lang: Lang | None = None,
+        stub: Any = None,
     ) -> None:
+        """``stub`` (anything with the four async stub methods) replaces the channel to ``target``."""
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if attempts < 1:
@@ -151,8 +70,11 @@ class EngineClient:
         self.attempts = attempts
         self.backoff = backoff
         self.lang = lang
-        self._channel = create_channel(target, options=RECONNECT_OPTIONS)
-        self._stub = pb_grpc.EngineServiceStub(self._channel)
+        self._channel: grpc.aio.Channel | None = None
+        if stub is None:
+            self._channel = create_channel(target, options=RECONNECT_OPTIONS)
+            stub = pb_grpc.EngineServiceStub(self._channel)
+        self._stub = stub
 
     async def __aenter__(self) -> EngineClient:
         return self
@@ -163,7 +85,8 @@ class EngineClient:
         await self.close()
 
     async def close(self) -> None:
-        await self._channel.close(None)
+        if self._channel is not None:
+            await self._channel.close(None)
 
     # -- calls -----------------------------------------------------------------------------------
 
@@ -177,7 +100,14 @@ class EngineClient:
         now_ms: int = 0,
     ) -> pb.SetupResponse:
         """A new game; ``seed=None`` lets the engine draw one."""
-        request = setup_request(player_ids, options, seed=seed, display_names=display_names, now_ms=now_ms)
+        request = pb.SetupRequest(
+            player_ids=list(player_ids),
+            options=options,
+            display_names=dict(display_names or {}),
+            now_ms=now_ms,
+        )
+        if seed is not None:
+            request.seed = seed
         return await self._call(self._stub.Setup, request)
 
     async def apply(
@@ -190,18 +120,22 @@ class EngineClient:
         now_ms: int = 0,
     ) -> pb.ApplyResponse:
         """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED)."""
-        request = apply_request(state, player_id, action, expected_seq=expected_seq, now_ms=now_ms)
+        request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
         return await self._call(self._stub.Apply, request)
 
     async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
         """What ``viewer_id`` may see (empty = spectator)."""
-        return await self._call(self._stub.View, view_request(state, viewer_id))
+        return await self._call(self._stub.View, pb.ViewRequest(state=state, viewer_id=viewer_id))
 
     async def timeout(
         self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
     ) -> pb.TimeoutResponse:
         """Play the §8.5 automatic move for the current player."""
-        request = timeout_request(state, expected_seq=expected_seq, now_ms=now_ms)
+        request = pb.TimeoutRequest(state=state, now_ms=now_ms)
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
         return await self._call(self._stub.Timeout, request)
 
     # -- plumbing --------------------------------------------------------------------------------

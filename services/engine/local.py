@@ -1,32 +1,29 @@
 """The rules engine inside the caller's process (``ninety-nine session --engine local``).
 
-:class:`LocalEngine` has :class:`~services.engine.client.EngineClient`'s calls and answers. It
-builds the same request messages (the client's ``*_request`` functions) and hands them to the same
-:class:`~services.engine.handlers.EngineHandlers` the engine server runs, so responses and
-refusals (``ServiceError`` with the engine's code, reason, domain, metadata and both texts) are
-what the remote engine would have sent, without the gRPC hop (~1.6 ms and ~1 ms of CPU per move
-under load, mostly gRPC on both sides).
+:class:`LocalEngine` is :class:`~services.engine.client.EngineClient` over a stand-in for its gRPC
+stub that hands each request to the same :class:`~services.engine.handlers.EngineHandlers` the
+engine server runs. So the requests, responses and refusals (``ServiceError`` with the engine's
+code, reason, domain, metadata and both texts) are what the remote engine would have sent,
+without the gRPC hop (~1.6 ms and ~1 ms of CPU per move under load, mostly gRPC on both sides).
 
     async with LocalEngine() as engine:
         setup = await engine.setup(["ann", "bob"], seed=7)
 
-What it cannot do: be down. There is no deadline, retry or channel; a call runs the rules on the
-caller's event loop (tens to hundreds of microseconds). Canonical-log fields are not bound (they
-would overwrite the calling RPC's), and the rules counters go to ``metrics`` (by default counted
-but not exported).
+What it cannot do: be down. There is no channel, so the client's deadline and retries never come
+into play; a call runs the rules on the caller's event loop (tens to hundreds of microseconds).
+Canonical-log fields are not bound (they would overwrite the calling RPC's), and the rules
+counters go to ``metrics`` (by default counted but not exported).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from types import TracebackType
+from typing import Any
 
 from ninetynine.engine.v1 import engine_service_pb2 as pb
-from ninetynine.engine.v1 import game_pb2, state_pb2
 
 from services.common.context import ACCEPT_LANGUAGE_HEADER, accept_language
-from services.common.errors import Lang, lang_from_metadata
-from services.engine.client import apply_request, setup_request, timeout_request, view_request
+from services.common.errors import Lang, MetadataLike, lang_from_metadata
+from services.engine.client import EngineClient
 from services.engine.handlers import EngineHandlers, RulesMetrics
 
 __all__ = ["LOCAL_TARGET", "LocalEngine"]
@@ -35,61 +32,35 @@ __all__ = ["LOCAL_TARGET", "LocalEngine"]
 LOCAL_TARGET = "local"
 
 
-class LocalEngine:
-    """:class:`~services.engine.client.RulesEngine` running the engine's handlers in this process."""
+class _HandlersStub:
+    """The four methods of ``EngineServiceStub`` the client calls (hence their names), answered by
+    the handlers."""
 
-    target = LOCAL_TARGET
+    def __init__(self, handlers: EngineHandlers) -> None:
+        self.handlers = handlers
 
-    def __init__(self, *, metrics: RulesMetrics | None = None, lang: Lang | None = None) -> None:
-        self.lang = lang
-        self.handlers = EngineHandlers(metrics or RulesMetrics.create(None), log_fields=False)
-
-    async def __aenter__(self) -> LocalEngine:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        """Nothing to release (no channel); here so callers treat both engines alike."""
-
-    async def setup(
-        self,
-        player_ids: Sequence[str],
-        options: game_pb2.Options | None = None,
-        *,
-        seed: int | None = None,
-        display_names: Mapping[str, str] | None = None,
-        now_ms: int = 0,
-    ) -> pb.SetupResponse:
-        """A new game; ``seed=None`` lets the engine draw one."""
-        request = setup_request(player_ids, options, seed=seed, display_names=display_names, now_ms=now_ms)
+    async def Setup(self, request: pb.SetupRequest, **_: Any) -> pb.SetupResponse:
         return self.handlers.setup(request)
 
-    async def apply(
-        self,
-        state: state_pb2.State,
-        player_id: str,
-        action: game_pb2.Action,
-        *,
-        expected_seq: int | None = None,
-        now_ms: int = 0,
-    ) -> pb.ApplyResponse:
-        """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED)."""
-        request = apply_request(state, player_id, action, expected_seq=expected_seq, now_ms=now_ms)
+    async def Apply(self, request: pb.ApplyRequest, **_: Any) -> pb.ApplyResponse:
         return self.handlers.apply(request)
 
-    async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
-        """What ``viewer_id`` may see (empty = spectator), in the language the client would ask for."""
-        # EngineClient sends its own ``lang`` or forwards the current request's accept-language.
-        lang = self.lang or lang_from_metadata(((ACCEPT_LANGUAGE_HEADER, accept_language()),))
-        return self.handlers.view(view_request(state, viewer_id), lang)
+    async def View(
+        self, request: pb.ViewRequest, *, metadata: MetadataLike = None, **_: Any
+    ) -> pb.ViewResponse:
+        # The client sends its own language as metadata, else its channel forwards the current
+        # request's accept-language: the same here.
+        return self.handlers.view(
+            request, lang_from_metadata(metadata or ((ACCEPT_LANGUAGE_HEADER, accept_language()),))
+        )
 
-    async def timeout(
-        self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
-    ) -> pb.TimeoutResponse:
-        """Play the §8.5 automatic move for the current player."""
-        request = timeout_request(state, expected_seq=expected_seq, now_ms=now_ms)
+    async def Timeout(self, request: pb.TimeoutRequest, **_: Any) -> pb.TimeoutResponse:
         return self.handlers.timeout(request)
+
+
+class LocalEngine(EngineClient):
+    """:class:`EngineClient` whose calls run the engine's handlers in this process."""
+
+    def __init__(self, *, metrics: RulesMetrics | None = None, lang: Lang | None = None) -> None:
+        handlers = EngineHandlers(metrics or RulesMetrics.create(None), log_fields=False)
+        super().__init__(LOCAL_TARGET, lang=lang, stub=_HandlersStub(handlers))

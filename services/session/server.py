@@ -32,7 +32,7 @@ from services.common.lenient import lenient_handler
 from services.common.logging import get_logger
 from services.common.metrics import rpc_histogram, start_metrics_server
 from services.common.runner import add_service_flags, run_service
-from services.engine.client import EngineClient, RulesEngine
+from services.engine.client import EngineClient
 from services.engine.handlers import rules_metrics
 from services.engine.local import LOCAL_TARGET, LocalEngine
 from services.session.errors import DOMAIN
@@ -208,7 +208,7 @@ def create_session_server(
     the event loop that will run it.
     """
     store = open_store(store_url)
-    engine: RulesEngine
+    engine: EngineClient
     if engine_target == LOCAL_TARGET:
         engine = LocalEngine(metrics=rules_metrics(registry))
     else:

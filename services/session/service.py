@@ -37,7 +37,7 @@ from services.common.errors import Lang, ServiceError, from_rule_error
 from services.common.logging import get_logger
 from services.common.metrics import LATENCY_BUCKETS
 from services.common.wire import length_delimited, varint_field
-from services.engine.client import RulesEngine
+from services.engine.client import EngineClient
 from services.engine.convert import (
     action_to_proto,
     options_from_proto,
@@ -280,7 +280,7 @@ class RoomService:
     def __init__(
         self,
         store: RoomStore,
-        engine: RulesEngine,
+        engine: EngineClient,
         *,
         store_kind: str = "sqlite",
         bot_think_ms: int = 700,

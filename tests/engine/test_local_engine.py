@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from services.common.context import request_scope
 from services.common.errors import ServiceError
 from services.engine import convert
-from services.engine.client import EngineClient, RulesEngine
+from services.engine.client import EngineClient
 from services.engine.handlers import rules_metrics
 from services.engine.local import LocalEngine
 from services.engine.rules import GameState
@@ -27,7 +27,7 @@ from tests.engine.service_fixtures import RunningEngine
 
 PLAYERS = ["ann", "bob", "cho"]
 C = grpc.StatusCode
-Call = Callable[[RulesEngine], Awaitable[object]]
+Call = Callable[[EngineClient], Awaitable[object]]
 
 
 def _proto(state: GameState) -> state_pb2.State:
