@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -10,11 +11,16 @@ from bench.load.stack import PROCS, Stack, StackConfig, per_process
 
 
 def _listening_line(stack: Stack) -> dict[str, object]:
-    for raw in stack.log_tail("session", lines=50).splitlines():
-        if raw.startswith("{"):
-            line = json.loads(raw)
-            if line.get("event") == "session listening":
-                return dict(line)
+    # The session logs the line just after its port answers, which is what the stack waits for:
+    # on a busy machine the line may land a moment after the stack is up.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for raw in stack.log_tail("session", lines=50).splitlines():
+            if raw.startswith("{"):
+                line = json.loads(raw)
+                if line.get("event") == "session listening":
+                    return dict(line)
+        time.sleep(0.05)
     raise AssertionError(f"no 'session listening' line in:\n{stack.log_tail('session', lines=50)}")
 
 
