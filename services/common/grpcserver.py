@@ -14,8 +14,10 @@ Service names should come from the generated descriptors, e.g.
 ``engine_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name``.
 
 :func:`serve` starts the server, reports SERVING for ``""`` and every name, then waits for SIGTERM
-or SIGINT. On the signal it reports NOT_SERVING everywhere, stops accepting calls, lets in-flight
-calls finish within ``grace`` seconds, runs ``on_shutdown`` and returns -- the process exits 0.
+or SIGINT. On the signal it reports NOT_SERVING everywhere, stops accepting calls, runs
+``on_draining`` (a service ends its long-lived calls there instead of at the end of the grace
+period), lets in-flight calls finish within ``grace`` seconds, runs ``on_shutdown`` and returns --
+the process exits 0.
 """
 
 from __future__ import annotations
@@ -119,13 +121,16 @@ async def serve(
     service_names: Sequence[str],
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     stop: asyncio.Event | None = None,
+    on_draining: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run ``server`` until SIGTERM/SIGINT (or ``stop`` is set), then shut down gracefully.
 
-    Order on shutdown: health NOT_SERVING for every service, ``server.stop(grace)`` (new calls are
-    refused, in-flight calls get ``grace`` seconds), then ``on_shutdown`` (close channels, flush
-    stores). Returns normally so the process can exit 0. ``stop`` lets tests and embedding code
-    trigger the same path without a signal.
+    Order on shutdown: health NOT_SERVING for every service, ``server.stop(grace)`` begins (new
+    calls are refused and clients are told to go elsewhere), ``on_draining`` (end long-lived
+    streams early: their callers then move to another replica at once), in-flight calls get
+    ``grace`` seconds, then ``on_shutdown`` (close channels, flush stores). Returns normally so the
+    process can exit 0. ``stop`` lets tests and embedding code trigger the same path without a
+    signal.
     """
     loop = asyncio.get_running_loop()
     stop_requested = stop or asyncio.Event()
@@ -145,7 +150,16 @@ async def serve(
         log.info("shutting down", grace_s=grace)
         # enter_graceful_shutdown marks every known service NOT_SERVING and ignores later sets.
         await health.enter_graceful_shutdown()
-        await server.stop(grace)
+        stopping = asyncio.create_task(server.stop(grace))
+        # stop()'s first step refuses new calls and sends GOAWAY; only then may streams be ended,
+        # or their callers' next call could land on this server again.
+        await asyncio.sleep(0)
+        if on_draining is not None:
+            try:
+                await on_draining()
+            except Exception:  # a failed drain must not keep the server from stopping
+                log.exception("draining failed")
+        await stopping
         if on_shutdown is not None:
             await on_shutdown()
         log.info("server stopped")

@@ -101,6 +101,45 @@ async def test_serve_reports_serving_then_not_serving_and_finishes_in_flight_cal
     assert events.index("server started") < events.index("shutting down") < events.index("server stopped")
 
 
+async def test_on_draining_runs_once_new_calls_are_refused_while_running_calls_go_on() -> None:
+    server, port, health = create_server("127.0.0.1:0", service_names=[probe.SERVICE])
+    server.add_generic_rpc_handlers([probe.handler()])
+    stop = asyncio.Event()
+    ran: list[str] = []
+    async with asyncio.timeout(60), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        slow = channel.unary_stream(probe.SLOW, None, None)(b"0.5")
+
+        async def on_draining() -> None:
+            # A service ends its long-lived streams here: their callers' next call must not land
+            # on this server again, so by now a new call is refused...
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as fresh:
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await fresh.unary_unary(probe.UNARY, None, None)(b"late", timeout=5)
+            ran.append(f"draining: new call {refused.value.code().name}, slow call done={slow.done()}")
+
+        async def on_shutdown() -> None:
+            ran.append("shutdown")
+
+        serving = asyncio.create_task(
+            serve(
+                server,
+                health,
+                grace=10.0,
+                service_names=[probe.SERVICE],
+                on_draining=on_draining,
+                on_shutdown=on_shutdown,
+                stop=stop,
+            )
+        )
+        assert await slow.read() == b"started"
+        stop.set()
+        # ...while the call that was running goes on to its end within the grace period.
+        assert await slow.read() == b"done"
+        assert await slow.code() is grpc.StatusCode.OK
+        await serving
+    assert ran == ["draining: new call UNAVAILABLE, slow call done=False", "shutdown"]
+
+
 async def test_sigterm_stops_a_serving_process_gracefully_with_exit_code_0() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = await asyncio.create_subprocess_exec(
