@@ -11,7 +11,10 @@ Items are assembled from bytes (the subscription's serialized ``SubscribeRespons
 batched Subscribe does. Each subscription keeps its own order; a subscription that fails ends
 with a ``SubscriptionEnd`` carrying the status Subscribe would have ended with, and the stream
 goes on. Subscriptions send no heartbeats of their own (nor need a task to make them); an idle
-call gets an empty message every ``stream_heartbeat_s`` instead.
+call gets an empty message every ``stream_heartbeat_s`` instead. When the server shuts down, the
+call is drained (:mod:`services.session.draining`): it stops reading, sends what is queued and
+ends, and the gateway resubscribes from each subscription's last seq on another replica at once
+instead of at the end of the grace period.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from services.common.context import request_scope
 from services.common.errors import Lang, ServiceError, lang_from_metadata
 from services.common.logging import get_logger
 from services.common.wire import length_delimited, varint
+from services.session.draining import DrainableCall
 from services.session.errors import session_error
 from services.session.service import RoomService
 
@@ -81,10 +85,11 @@ class _Refused(Exception):
         self.error = error
 
 
-class SubscribeMany:
+class SubscribeMany(DrainableCall):
     """One SubscribeMany stream: its subscriptions' tasks and the shared outbox."""
 
     def __init__(self, rooms: RoomService, stream_lang: str) -> None:
+        super().__init__()
         self.rooms = rooms
         self.metrics = rooms.metrics
         self.stream_lang = stream_lang
@@ -95,10 +100,10 @@ class SubscribeMany:
     async def run(self, requests: AsyncIterable[pb.SubscribeManyRequest]) -> AsyncIterator[bytes]:
         """Yield serialized ``SubscribeManyResponse`` messages until the caller hangs up.
 
-        The stream ends when the caller half-closes (it is leaving) or sends a request that does
-        not parse (that error ends the call); the subscriptions end with it.
+        The stream ends when the caller half-closes (it is leaving), sends a request that does not
+        parse (that error ends the call) or the call is drained; the subscriptions end with it.
         """
-        reader = asyncio.create_task(self._read(requests))
+        reader = self._start_reader(self._read(requests))
         try:
             while True:
                 try:
@@ -131,6 +136,7 @@ class SubscribeMany:
                     stop.finish()
                     return
         finally:
+            self._ended()
             reader.cancel()
             tasks = list(self.tasks.values())
             for task in tasks:
@@ -141,16 +147,21 @@ class SubscribeMany:
     async def _read(self, requests: AsyncIterable[pb.SubscribeManyRequest]) -> None:
         error: BaseException | None = None
         try:
-            async for request in requests:
-                action = request.WhichOneof("action")
-                if action == "open":
-                    self._open(request.open)
-                elif action == "close":
-                    task = self.tasks.pop(request.close, None)
-                    if task is not None:
-                        task.cancel()
+            with self._reading_requests():
+                if not self.draining:
+                    async for request in requests:
+                        action = request.WhichOneof("action")
+                        if action == "open":
+                            self._open(request.open)
+                        elif action == "close":
+                            task = self.tasks.pop(request.close, None)
+                            if task is not None:
+                                task.cancel()
         except ServiceError as err:  # a request that does not parse
             error = err
+        except asyncio.CancelledError:
+            if not self._drained():
+                raise
         await self.outbox.put(_Stop(error))
 
     def _open(self, spec: pb.OpenSubscription) -> None:

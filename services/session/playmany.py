@@ -19,7 +19,10 @@ the stream goes on; bytes that do not parse end the call (MALFORMED_REQUEST), as
 When the caller half-closes, the plays still running are answered, then the call ends. When the
 call itself goes away (the caller cancelled, the connection broke) the plays still running finish
 anyway and their answers are dropped: a move is either durable or not, and the caller's resend of
-the same ``client_seq`` gets the first outcome back. The call sends no heartbeats: it holds no
+the same ``client_seq`` gets the first outcome back. When the server shuts down, the call is
+drained (:mod:`services.session.draining`): it stops reading plays, answers those still running,
+then ends as if the caller had half-closed, so the caller sends its next plays to another replica
+at once instead of at the end of the grace period. The call sends no heartbeats: it holds no
 state worth reclaiming, and the channels' keepalive notices a vanished peer.
 """
 
@@ -41,6 +44,7 @@ from services.common.context import (
     sanitize_request_id,
 )
 from services.common.errors import Lang, ServiceError, lang_from_metadata
+from services.session.draining import DrainableCall
 from services.session.errors import session_error
 from services.session.service import RoomService
 
@@ -91,10 +95,11 @@ class _Stop:
             raise self.error
 
 
-class PlayMany:
+class PlayMany(DrainableCall):
     """One PlayMany stream: its plays' tasks and the answers waiting to be written."""
 
     def __init__(self, rooms: RoomService, stream_lang: str, record: Recorder | None = None) -> None:
+        super().__init__()
         self.rooms = rooms
         self.stream_lang = stream_lang
         self.record = record
@@ -104,11 +109,12 @@ class PlayMany:
         self.received = 0
 
     async def run(self, requests: AsyncIterable[pb.PlayManyRequest]) -> AsyncIterator[pb.PlayManyResponse]:
-        """Yield the answers until the caller has half-closed and every play is answered.
+        """Yield the answers until the caller has half-closed (or the call was drained) and every
+        play is answered.
 
         A request that does not parse ends the call with its error (after the plays before it).
         """
-        reader = asyncio.create_task(self._read(requests))
+        reader = self._start_reader(self._read(requests))
         try:
             while True:
                 item = await self.outbox.get()
@@ -118,6 +124,7 @@ class PlayMany:
                 yield item
                 self.slots.release()
         finally:
+            self._ended()
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
             for task in self.tasks:  # the call is gone; the plays are not
@@ -127,15 +134,20 @@ class PlayMany:
     async def _read(self, requests: AsyncIterable[pb.PlayManyRequest]) -> None:
         error: ServiceError | None = None
         try:
-            async for request in requests:
-                await self.slots.acquire()
-                self.received += 1
-                task = asyncio.create_task(self._play(request))
-                self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
+            with self._reading_requests():
+                if not self.draining:
+                    async for request in requests:
+                        await self.slots.acquire()
+                        self.received += 1
+                        task = asyncio.create_task(self._play(request))
+                        self.tasks.add(task)
+                        task.add_done_callback(self.tasks.discard)
         except ServiceError as err:  # a request that does not parse, already counted where it was parsed
             error = err
-        # Nothing more to read: answer the plays still running, then end the call.
+        except asyncio.CancelledError:
+            if not self._drained():
+                raise
+        # Nothing more to read (half-closed, or drained): answer the plays still running, then end the call.
         while self.tasks:
             await asyncio.wait(set(self.tasks))
         await self.outbox.put(_Stop(error))

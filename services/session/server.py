@@ -6,14 +6,17 @@ Run it with ``ninety-nine session --port 50052 --engine localhost:50051
 runs the rules in this process (:class:`~services.engine.local.LocalEngine`) instead of calling
 the engine service: no engine hop, but the session's CPU does the rules work.
 
-On SIGTERM: health NOT_SERVING, new calls refused, in-flight moves finish within the grace
-period (each move is one atomic commit, so nothing is ever half-written), the deadline
-scheduler stops, then the store and the engine channel close.
+On SIGTERM: health NOT_SERVING, new calls refused, the gateways' shared PlayMany and SubscribeMany
+calls are drained (plays already running are answered, then the calls end and the gateways move
+to another replica at once), in-flight moves finish within the grace period (each move is one
+atomic commit, so nothing is ever half-written), the deadline scheduler stops, then the store
+and the engine channel close.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, NoReturn
 
@@ -35,6 +38,7 @@ from services.common.runner import add_service_flags, run_service
 from services.engine.client import EngineClient
 from services.engine.handlers import rules_metrics
 from services.engine.local import LOCAL_TARGET, LocalEngine
+from services.session.draining import OpenStreams
 from services.session.errors import DOMAIN
 from services.session.multiplex import SubscribeMany
 from services.session.playmany import PlayMany, Recorder, play
@@ -51,12 +55,16 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     """Thin transport layer: authentication and rules live in :class:`RoomService`.
 
     ``record`` (the server's :meth:`CanonicalLogInterceptor.record`) logs and observes each play of
-    a PlayMany stream like a unary Play.
+    a PlayMany stream like a unary Play. ``streams`` holds the open PlayMany and SubscribeMany
+    calls, for the shutdown to drain.
     """
 
-    def __init__(self, rooms: RoomService, record: Recorder | None = None) -> None:
+    def __init__(
+        self, rooms: RoomService, record: Recorder | None = None, streams: OpenStreams | None = None
+    ) -> None:
         self.rooms = rooms
         self.record = record
+        self.streams = OpenStreams() if streams is None else streams
 
     async def _refuse(self, context: Context, err: ServiceError) -> NoReturn:
         self.rooms.metrics.refusals.labels(err.reason).inc()
@@ -130,8 +138,9 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         # The call's accept-language, as the interceptor put it in this call's request scope.
         stream = PlayMany(self.rooms, accept_language(), self.record)
         try:
-            async for answer in stream.run(request_iterator):
-                yield answer
+            with self.streams.track(stream):
+                async for answer in stream.run(request_iterator):
+                    yield answer
         except ServiceError as err:  # an undecodable request, already counted where it was parsed
             await abort(context, err)
         finally:
@@ -166,8 +175,9 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         stream_lang = next((str(v) for k, v in metadata if k == "accept-language"), "")
         stream = SubscribeMany(self.rooms, stream_lang)
         try:
-            async for message in stream.run(request_iterator):
-                yield message
+            with self.streams.track(stream):
+                async for message in stream.run(request_iterator):
+                    yield message
         except ServiceError as err:  # an undecodable request, already counted where it was parsed
             await abort(context, err)
         finally:
@@ -198,6 +208,7 @@ def create_session_server(
     lease_ms: int = DEFAULT_LEASE_MS,
     registry: CollectorRegistry = REGISTRY,
     metrics: SessionMetrics | None = None,
+    streams: OpenStreams | None = None,
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
     """A ready-to-start session server (port 0 picks one) and its :class:`RoomService`.
 
@@ -205,7 +216,8 @@ def create_session_server(
     (their ``ninetynine_engine_*`` counters then go to ``registry``; ``engine_timeout`` does not
     apply). Call ``RoomService.start()`` next to ``server.start()`` so deadlines fire (and
     :func:`close_room_service` on the way out); call inside
-    the event loop that will run it.
+    the event loop that will run it. ``streams`` collects the open PlayMany and SubscribeMany
+    calls, for :func:`run_session` to drain on shutdown.
     """
     store = open_store(store_url)
     engine: EngineClient
@@ -234,7 +246,7 @@ def create_session_server(
         (
             lenient_handler(
                 pb.DESCRIPTOR.services_by_name["SessionService"],
-                SessionServicer(room_service, interceptor.record),
+                SessionServicer(room_service, interceptor.record, streams),
                 DOMAIN,
                 on_refusal=lambda reason: room_service.metrics.refusals.labels(reason).inc(),
             ),
@@ -249,8 +261,38 @@ async def close_room_service(room_service: RoomService) -> None:
     await room_service.engine.close()
 
 
+async def run_session(
+    server: grpc.aio.Server,
+    health: HealthServicer,
+    room_service: RoomService,
+    streams: OpenStreams,
+    *,
+    grace: float,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until SIGTERM/SIGINT (or ``stop``): then drain the shared calls, stop, close.
+
+    ``room_service`` must be started already; ``streams`` is the one given to
+    :func:`create_session_server`.
+    """
+
+    async def on_shutdown() -> None:
+        await close_room_service(room_service)
+
+    await serve(
+        server,
+        health,
+        grace=grace,
+        service_names=[SESSION_SERVICE_NAME],
+        on_draining=streams.drain,
+        on_shutdown=on_shutdown,
+        stop=stop,
+    )
+
+
 async def serve_session(args: argparse.Namespace) -> None:
     metrics_port = start_metrics_server(args.metrics_port, args.host)
+    streams = OpenStreams()
     server, port, health, room_service = create_session_server(
         f"{args.host}:{args.port}",
         engine_target=args.engine,
@@ -259,6 +301,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         time_scale=args.turn_time_scale,
         stream_heartbeat_s=args.stream_heartbeat_seconds,
         lease_ms=args.lease_ms,
+        streams=streams,
     )
     log.info(
         "session listening",
@@ -271,13 +314,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         engine=args.engine,
     )
     room_service.start()
-
-    async def on_shutdown() -> None:
-        await close_room_service(room_service)
-
-    await serve(
-        server, health, grace=args.grace, service_names=[SESSION_SERVICE_NAME], on_shutdown=on_shutdown
-    )
+    await run_session(server, health, room_service, streams, grace=args.grace)
 
 
 def run_command(args: argparse.Namespace) -> int:
