@@ -64,6 +64,7 @@ class GatewayMetrics:
     move_duration: Histogram
     rate_limited: Counter
     slow_client_disconnects: Counter
+    play_retries: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = REGISTRY) -> GatewayMetrics:
@@ -97,6 +98,12 @@ class GatewayMetrics:
                 "ninetynine_gateway_slow_client_disconnects_total",
                 "Connections closed because their send queue was full.",
                 ("protocol",),
+                registry=registry,
+            ),
+            play_retries=_Counter(
+                "ninetynine_gateway_play_retries_total",
+                "Plays sent to the session a second time because the shared PlayMany call carrying "
+                "them ended or broke before they were answered (a replica draining or gone).",
                 registry=registry,
             ),
         )

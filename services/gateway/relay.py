@@ -16,10 +16,14 @@ The clients' plays go the same way: :class:`PlayRelay` carries them on ``streams
 calls instead of one unary ``Play`` call each. :meth:`PlayRelay.play` behaves like
 ``stub.Play(...)``: it returns the ``PlayResponse`` or raises a ``grpc.aio.AioRpcError`` with the
 code, details and ``grpc-status-details-bin`` trailer Play would have failed with
-(DEADLINE_EXCEEDED after the caller's timeout). When a shared call breaks, its unanswered plays
-fail with that call's status (UNAVAILABLE when the session went away) and the next play opens a
-new call; plays are idempotent by ``client_seq``, so the client's resend is safe whether or not
-the first one landed.
+(DEADLINE_EXCEEDED after the caller's timeout). When a shared call breaks (the session replica
+drained it on shutdown, or went away), each of its unanswered plays is sent once more on a new
+call, within the same timeout: plays are idempotent by ``client_seq``, so the resend is safe
+whether or not the first one landed, and with several replicas behind round robin the new call
+lands on one that is still serving. Only if that fails too does the play fail with the call's
+status (UNAVAILABLE when the session went away), and the client resends it itself. A play the
+session answered with a refusal (an UNAVAILABLE one included, e.g. ENGINE_UNAVAILABLE) is never
+resent here: the refusal goes back to the caller as it is.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import grpc
 import grpc.aio
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from prometheus_client import Counter
 
 from services.common.context import request_id, request_scope
 from services.common.errors import STATUS_DETAILS_KEY
@@ -60,6 +65,9 @@ def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> 
 
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
+# How a shared call that the session ended or cut off fails its plays (the gateway's own closing
+# is CANCELLED too, but then nothing is resent: see ``_Pool.closing``).
+_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
 
 
 class _Call(ABC, Generic[_Req, _Resp]):
@@ -126,6 +134,7 @@ class _Pool(Generic[_C]):
         self._open_call = open_call
         self.calls: list[_C | None] = [None] * streams
         self._ids = itertools.count(1)
+        self.closing = False
 
     def _call_for(self, room_id: str) -> _C:
         index = zlib.crc32(room_id.encode()) % len(self.calls)
@@ -135,6 +144,7 @@ class _Pool(Generic[_C]):
         return call
 
     async def close(self) -> None:
+        self.closing = True
         calls = [call for call in self.calls if call is not None]
         for call in calls:
             call.cancel()
@@ -251,10 +261,16 @@ class _PlayCall(_Call[spb.PlayManyRequest, spb.PlayManyResponse]):
 
 
 class PlayRelay(_Pool[_PlayCall]):
-    """``streams`` shared PlayMany calls to the session, opened on first use and after a break."""
+    """``streams`` shared PlayMany calls to the session, opened on first use and after a break.
 
-    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
+    ``retries`` counts the plays sent a second time because the call carrying them broke.
+    """
+
+    def __init__(
+        self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2, retries: Counter | None = None
+    ) -> None:
         super().__init__(lambda index: _PlayCall(stub, index), streams)
+        self.retries = retries
 
     async def play(
         self, request: spb.PlayRequest, lang: str, timeout: float | None = None
@@ -263,19 +279,41 @@ class PlayRelay(_Pool[_PlayCall]):
 
         The current request id (:func:`~services.common.context.request_id`) goes with the play.
         """
-        call = self._call_for(request.token.partition(".")[0])
-        call_id = next(self._ids)
-        future = call.send(call_id, request, lang)
+        room_id = request.token.partition(".")[0]
         try:
             async with asyncio.timeout(timeout):
-                answer = await future
+                try:
+                    answer = await self._send(room_id, request, lang)
+                except grpc.aio.AioRpcError as broken:  # the call broke: the session gave no answer
+                    if self.closing or broken.code() not in _RETRY_CODES:
+                        raise
+                    log.info(
+                        "play retried on a new shared stream",
+                        room_id=room_id[:16],
+                        client_seq=request.client_seq,
+                        code=broken.code().name,
+                    )
+                    if self.retries is not None:
+                        self.retries.inc()
+                    answer = await self._send(room_id, request, lang)
         except TimeoutError:
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-        finally:
-            call.pending.pop(call_id, None)
         if answer.WhichOneof("result") == "played":
             return answer.played
         failure = answer.failure
         raise _error(
             _CODES.get(failure.code, grpc.StatusCode.UNKNOWN), failure.message, failure.status_details
         )
+
+    async def _send(self, room_id: str, request: spb.PlayRequest, lang: str) -> spb.PlayManyResponse:
+        """The session's answer to one sending of the play; the call's error if the call breaks first.
+
+        A call that broke is marked ``broken``, so a second sending opens a new one.
+        """
+        call = self._call_for(room_id)
+        call_id = next(self._ids)
+        future = call.send(call_id, request, lang)
+        try:
+            return await future
+        finally:
+            call.pending.pop(call_id, None)

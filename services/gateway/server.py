@@ -362,12 +362,13 @@ async def start_gateway(
     # load: any replica can serve any room on the Redis store.
     channel = create_channel(session_target, options=[("grpc.lb_policy_name", "round_robin")])
     stub = spb_grpc.SessionServiceStub(channel)
+    metrics = GatewayMetrics.create(registry)
     gateway = Gateway(
         stub,
         limits or Limits(),
-        GatewayMetrics.create(registry),
+        metrics,
         relay=SessionRelay(stub, session_streams) if session_streams else None,
-        plays=PlayRelay(stub, session_play_streams) if session_play_streams else None,
+        plays=PlayRelay(stub, session_play_streams, metrics.play_retries) if session_play_streams else None,
     )
     runner = web.AppRunner(gateway.web_app(), access_log=None)
     await runner.setup()
