@@ -472,10 +472,15 @@ class SqliteRoomStore:
                 loop.call_soon_threadsafe(self._settle_group, results)
 
     def _settle_group(self, results: list[tuple[_PendingCommit, BaseException | None]]) -> None:
-        """On the loop: answer the callers, then wake the tails of every committed room (in commit
-        order). Both happen in this one callback; the order only decides who runs first after it:
-        the committing coroutines, so that what they record about their commit (the session's
-        room cache, its fan-out clock) is in place before the subscribers read the new events."""
+        """On the loop: answer the callers, and wake the tails of every committed room (in commit
+        order) one callback later.
+
+        The order decides who runs first. The committing coroutines go first, so that what they
+        record about their commit (the session's room cache, its fan-out clock) is in place before
+        the subscribers read the new events. The tails wake one callback later, so that whatever
+        a committer hands on in its turn (the PlayMany writer that sends the mover's answer) runs
+        before the room's subscribers build their views: otherwise every move's answer waited for
+        its own room's fan-out (≈ 0.6 ms measured at zero load)."""
         for pending, outcome in results:
             if pending.done.cancelled():
                 continue
@@ -483,6 +488,9 @@ class SqliteRoomStore:
                 pending.done.set_result(None)
             else:
                 pending.done.set_exception(outcome)
+        asyncio.get_running_loop().call_soon(self._wake_committed, results)
+
+    def _wake_committed(self, results: list[tuple[_PendingCommit, BaseException | None]]) -> None:
         for pending, outcome in results:
             if outcome is None and pending.events:
                 self._wake(pending.room_id, pending.events)

@@ -153,3 +153,36 @@ async def test_a_group_survives_reopening(tmp_path: Path) -> None:
             assert await reopened.read_events(record.room_id, 0) == [event(1), event(2)]
     finally:
         await reopened.close()
+
+
+async def test_what_a_committer_hands_on_runs_before_the_rooms_tails_wake(
+    sqlite_store: SqliteRoomStore,
+) -> None:
+    """The mover's answer goes out before the room's fan-out: a task the committing coroutine
+    wakes right after its commit (as PlayMany wakes the writer that sends the answer) runs before
+    the room's tails see the new event, so the answer does not wait for every subscriber's view."""
+    record = room()
+    await sqlite_store.create_room(record)
+    await sqlite_store.commit(record.room_id, record.version, bump(record), [event(1)])
+    record = bump(record)
+    order: list[str] = []
+    tail = sqlite_store.tail(record.room_id, 0)
+    assert await anext(tail) == event(1)  # from here on the tail waits on the commits' wake-ups
+
+    async def subscriber() -> None:
+        await anext(tail)
+        order.append("tail")
+
+    handed_on: asyncio.Queue[str] = asyncio.Queue()
+
+    async def writer() -> None:
+        order.append(await handed_on.get())
+
+    tasks = [asyncio.create_task(subscriber()), asyncio.create_task(writer())]
+    await all_enqueued()  # both are waiting: the tail registered, the writer on its queue
+    await sqlite_store.commit(record.room_id, record.version, bump(record), [event(2)])
+    handed_on.put_nowait("answer")
+    await asyncio.gather(*tasks)
+    await tail.aclose()
+
+    assert order == ["answer", "tail"]
