@@ -48,6 +48,11 @@ class Service:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
 
+    def terminate(self) -> None:
+        """SIGTERM without waiting: the graceful shutdown a rolling update or a node drain starts."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -81,13 +86,17 @@ def session_service(
     label: str = "session",
     metrics_port: int = 0,
     lease_ms: int | None = None,
+    grace: float | None = None,
 ) -> Service:
-    """A session process; ``label`` names its log, ``metrics_port`` (0: any) serves /metrics."""
+    """A session process; ``label`` names its log, ``metrics_port`` (0: any) serves /metrics,
+    ``grace`` (default: the CLI's) is its drain period on SIGTERM."""
     port = free_port()
     args = session_args(port, engine_port, store, scale=scale, bot_ms=bot_ms)
     args = [a for a in args if not a.startswith("--metrics-port=")] + [f"--metrics-port={metrics_port}"]
     if lease_ms is not None:
         args.append(f"--lease-ms={lease_ms}")
+    if grace is not None:
+        args.append(f"--grace={grace}")
     return Service(label, args, tmp / f"{label}.log", lambda: wait_serving(port), port=port)
 
 
