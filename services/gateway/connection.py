@@ -48,6 +48,12 @@ __all__ = ["Connection", "Outgoing", "Transport"]
 
 log = get_logger("gateway.messages")
 
+
+def _log_message(line: dict[str, object]) -> None:
+    """The canonical line of one client message."""
+    log.info("message", **line)
+
+
 # Close codes of docs/client-protocol.md §1.
 CLOSE_SHUTDOWN = 1001
 CLOSE_ABUSE = 1008
@@ -366,7 +372,9 @@ class Connection:
                 **fields,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             }
-            log.info("message", **line)
+            # After the writer's turn (call_soon runs in a copy of this request's context): the
+            # reply this message queued goes out before its log line is rendered, not after.
+            asyncio.get_running_loop().call_soon(_log_message, line)
 
     # -- dispatch -------------------------------------------------------------------------------
 
