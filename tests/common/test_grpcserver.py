@@ -111,11 +111,16 @@ async def test_on_draining_runs_once_new_calls_are_refused_while_running_calls_g
 
         async def on_draining() -> None:
             # A service ends its long-lived streams here: their callers' next call must not land
-            # on this server again, so by now a new call is refused...
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as fresh:
-                with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await fresh.unary_unary(probe.UNARY, None, None)(b"late", timeout=5)
-            ran.append(f"draining: new call {refused.value.code().name}, slow call done={slow.done()}")
+            # on this server again, so by now a new call is refused. Asked with a blocking call,
+            # before this hook yields to the loop even once: only what stop() did before the hook
+            # ran counts (a call the server took would wait for the blocked loop: DEADLINE_EXCEEDED).
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as fresh:
+                try:
+                    fresh.unary_unary(probe.UNARY, None, None)(b"late", timeout=2)
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as refused:
+                    code = refused.code()  # type: ignore[attr-defined]
+            ran.append(f"draining: new call {code.name}, slow call done={slow.done()}")
 
         async def on_shutdown() -> None:
             ran.append("shutdown")
