@@ -64,6 +64,7 @@ SERVICE_METRICS: dict[str, str] = {
     "ninetynine_gateway_move_duration_seconds": "histogram",
     "ninetynine_gateway_rate_limited_total": "counter",
     "ninetynine_gateway_slow_client_disconnects_total": "counter",
+    "ninetynine_gateway_play_retries_total": "counter",
 }
 # prometheus_client's default process/platform collectors, and Prometheus' own `up`.
 DEFAULT_METRICS = frozenset(
