@@ -5,6 +5,8 @@ from __future__ import annotations
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
+from tests.faults.players import WsPlayer
+
 
 async def assert_room_intact(stub: pb_grpc.SessionServiceAsyncStub, room_id: str) -> pb.GetReplayResponse:
     """A finished room whose log has no hole and one stored move per card played."""
@@ -32,3 +34,35 @@ def assert_acked_moves_in_replay(replay: pb.GetReplayResponse, player_id: str, a
         assert played.player_id == player_id, (
             f"seq {acked} acknowledged to {player_id} is {played.player_id}'s move"
         )
+
+
+async def game_event_seqs(stub: pb_grpc.SessionServiceAsyncStub, token: str) -> list[int]:
+    """Seqs of the game events the session holds for this seat's eyes, start to gameFinished.
+
+    These are what the gateway forwards as ``event`` messages (room, presence and hidden events
+    are not), so a client that lost or repeated nothing saw exactly these.
+    """
+    seqs: list[int] = []
+    stream = stub.Subscribe(pb.SubscribeRequest(token=token, after_seq=0), timeout=20)
+    try:
+        async for item in stream:
+            if item.HasField("event") and item.event.HasField("game"):
+                seqs.append(item.event.seq)
+                if item.event.game.HasField("game_finished"):
+                    break
+    finally:
+        stream.cancel()
+    return seqs
+
+
+async def assert_player_saw_the_game(
+    stub: pb_grpc.SessionServiceAsyncStub, replay: pb.GetReplayResponse, player: WsPlayer
+) -> None:
+    """Through whatever failed: the player's acknowledged moves are in the replay, and their stream
+    had every game event of their seat once, in order, with no snapshot standing in for a gap."""
+    assert player.player_id is not None
+    assert_acked_moves_in_replay(replay, player.player_id, player.acked)
+    assert not player.repeated, f"{player.player_id} was sent events {player.repeated} twice"
+    assert not [m for m in player.messages if m["type"] == "snapshot"], "nothing was lost"
+    expected = await game_event_seqs(stub, player.token)
+    assert player.event_seqs == expected, f"{player.player_id} missed or reordered events"

@@ -23,6 +23,9 @@ import redis
 from tests.gateway.conftest import WsClient
 from tests.session.procs import free_port, session_args, start_service, wait_serving
 
+# The machine's Redis (tests that share it keep to a key prefix of their own).
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
 
 @dataclass
 class Service:
@@ -98,6 +101,44 @@ def session_service(
     if grace is not None:
         args.append(f"--grace={grace}")
     return Service(label, args, tmp / f"{label}.log", lambda: wait_serving(port), port=port)
+
+
+def replica_stack(
+    tmp: Path, store: str, *, scale: float, bot_ms: int, grace: float | None = None, replicas: int = 2
+) -> tuple[Service, list[Service], Service]:
+    """An engine, ``replicas`` session replicas sharing ``store`` (each serving /metrics on a port of
+    its own, see :func:`metrics_lines`) and a gateway spread over them; none started yet."""
+    engine = engine_service(tmp)
+    sessions = [
+        session_service(
+            tmp,
+            engine.port,
+            store,
+            scale=scale,
+            bot_ms=bot_ms,
+            label=f"session-{i}",
+            metrics_port=free_port(),
+            grace=grace,
+        )
+        for i in range(replicas)
+    ]
+    return engine, sessions, gateway_service(tmp, [session.port for session in sessions])
+
+
+async def metrics_lines(http: aiohttp.ClientSession, service: Service) -> list[str]:
+    """The lines of ``service``'s /metrics page (it must have been given a ``--metrics-port``)."""
+    port = next(int(a.split("=")[1]) for a in service.args if a.startswith("--metrics-port="))
+    async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
+        return (await response.text()).splitlines()
+
+
+def delete_redis_keys(url: str, prefix: str) -> None:
+    """Remove what a test's session replicas stored under their key prefix."""
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
 
 
 def gateway_service(tmp: Path, session_port: int | Sequence[int], *, label: str = "gateway") -> Service:

@@ -23,24 +23,21 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-import redis
-from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 from services.session.playmany import PLAY_METHOD
-from tests.faults.checks import assert_acked_moves_in_replay, assert_room_intact
+from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.stack import (
+    REDIS_URL,
     Service,
-    engine_service,
-    gateway_service,
+    delete_redis_keys,
     grpc_channel,
-    session_service,
+    metrics_lines,
+    replica_stack,
     wait_until,
 )
 from tests.faults.tables import open_table
-from tests.session.procs import free_port
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 ROOMS = 4
 GRACE_S = 30.0
 # Far below the grace period: the replica drained its calls instead of waiting for them to end.
@@ -57,21 +54,7 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
 ) -> None:
     prefix = f"nn-drain-{secrets.token_hex(4)}:"
     store = f"{REDIS_URL}?prefix={prefix}"
-    engine = engine_service(tmp_path)
-    replicas = [
-        session_service(
-            tmp_path,
-            engine.port,
-            store,
-            scale=SCALE,
-            bot_ms=BOT_MS,
-            label=f"session-{i}",
-            metrics_port=free_port(),
-            grace=GRACE_S,
-        )
-        for i in range(2)
-    ]
-    gateway = gateway_service(tmp_path, [replica.port for replica in replicas])
+    engine, replicas, gateway = replica_stack(tmp_path, store, scale=SCALE, bot_ms=BOT_MS, grace=GRACE_S)
     services: list[Service] = [engine, *replicas, gateway]
     playing: list[asyncio.Task[None]] = []
     channel: grpc.aio.Channel | None = None
@@ -113,13 +96,8 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
         for room_id, players in tables:
             replay = await assert_room_intact(stub, room_id)
             for player in players:
-                assert player.player_id is not None
                 assert not player.errors, f"{player.player_id} was sent errors: {player.errors}"
-                assert_acked_moves_in_replay(replay, player.player_id, player.acked)
-                assert not player.repeated, f"{player.player_id} was sent events {player.repeated} twice"
-                assert not [m for m in player.messages if m["type"] == "snapshot"], "nothing was lost"
-                expected = await _game_event_seqs(stub, player.token)
-                assert player.event_seqs == expected, f"{player.player_id} missed or reordered events"
+                await assert_player_saw_the_game(stub, replay, player)
         retried = gateway.log_path.read_text().count("play retried on a new shared stream")
         print(f"replica gone {took:.2f} s after SIGTERM; {acked_after} plays acked since; {retried} retried")
     finally:
@@ -129,40 +107,15 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
             await channel.close(None)
         for service in reversed(services):
             service.stop()
-        _delete_keys(prefix)
+        delete_redis_keys(REDIS_URL, prefix)
 
 
 async def _plays_carried(http: aiohttp.ClientSession, replica: Service) -> float:
     """Plays the replica took up from PlayMany calls (its RPC histogram's PlayMany/Play counts)."""
-    port = next(int(a.split("=")[1]) for a in replica.args if a.startswith("--metrics-port="))
-    async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
-        lines = (await response.text()).splitlines()
+    lines = await metrics_lines(http, replica)
     prefix = "ninetynine_session_rpc_duration_seconds_count{"
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in lines
         if line.startswith(prefix) and f'method="{PLAY_METHOD}"' in line
     )
-
-
-async def _game_event_seqs(stub: pb_grpc.SessionServiceAsyncStub, token: str) -> list[int]:
-    """Seqs of the game events the session holds for this seat's eyes, start to gameFinished."""
-    seqs: list[int] = []
-    stream = stub.Subscribe(pb.SubscribeRequest(token=token, after_seq=0), timeout=20)
-    try:
-        async for item in stream:
-            if item.HasField("event") and item.event.HasField("game"):
-                seqs.append(item.event.seq)
-                if item.event.game.HasField("game_finished"):
-                    break
-    finally:
-        stream.cancel()
-    return seqs
-
-
-def _delete_keys(prefix: str) -> None:
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-import redis
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
@@ -29,20 +28,19 @@ from services.session.service import (
     SHORT_TURN_SECONDS,
     TIMEOUTS_BEFORE_SHORT,
 )
-from tests.faults.checks import assert_acked_moves_in_replay, assert_room_intact
+from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.players import WsPlayer
 from tests.faults.stack import (
+    REDIS_URL,
     Service,
-    engine_service,
-    gateway_service,
+    delete_redis_keys,
     grpc_channel,
-    session_service,
+    metrics_lines,
+    replica_stack,
     wait_until,
 )
 from tests.faults.tables import open_table
-from tests.session.procs import free_port
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 ROOMS = 4
 # In these rooms a third human takes a seat and walks away: its turns time out, before and after
 # the kill, so the survivor has turn timeouts to fire, not only bot moves.
@@ -62,20 +60,7 @@ async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_repli
 ) -> None:
     prefix = f"nn-failover-{secrets.token_hex(4)}:"
     store = f"{REDIS_URL}?prefix={prefix}"
-    engine = engine_service(tmp_path)
-    replicas = [
-        session_service(
-            tmp_path,
-            engine.port,
-            store,
-            scale=SCALE,
-            bot_ms=BOT_MS,
-            label=f"session-{i}",
-            metrics_port=free_port(),
-        )
-        for i in range(2)
-    ]
-    gateway = gateway_service(tmp_path, [replica.port for replica in replicas])
+    engine, replicas, gateway = replica_stack(tmp_path, store, scale=SCALE, bot_ms=BOT_MS)
     services: list[Service] = [engine, *replicas, gateway]
     playing: list[asyncio.Task[None]] = []
     channel: grpc.aio.Channel | None = None
@@ -116,12 +101,7 @@ async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_repli
         for room_id, players in tables:
             replay = await assert_room_intact(stub, room_id)
             for player in players:
-                assert player.player_id is not None
-                assert_acked_moves_in_replay(replay, player.player_id, player.acked)
-                assert not player.repeated, f"{player.player_id} was sent events {player.repeated} twice"
-                assert not [m for m in player.messages if m["type"] == "snapshot"], "nothing was lost"
-                expected = await _game_event_seqs(stub, player.token)
-                assert player.event_seqs == expected, f"{player.player_id} missed or reordered events"
+                await assert_player_saw_the_game(stub, replay, player)
             late += [(ms, source, room_id) for ms, source in _deadline_lateness(replay, killed_at_ms)]
     finally:
         for task in playing:
@@ -130,7 +110,7 @@ async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_repli
             await channel.close(None)
         for service in reversed(services):
             service.stop()
-        _delete_keys(prefix)
+        delete_redis_keys(REDIS_URL, prefix)
 
     assert {source for _, source, _ in late} == {"bot", "timeout"}, "the survivor fired both kinds"
     # A fire starts after its due time: a negative value would mean the due times are derived wrong.
@@ -144,15 +124,9 @@ async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_repli
     assert not late_timeouts, f"{late_timeouts} of {timeouts_fired} timeouts were > 2.5 s late"
 
 
-async def _metrics(http: aiohttp.ClientSession, replica: Service) -> list[str]:
-    port = next(int(a.split("=")[1]) for a in replica.args if a.startswith("--metrics-port="))
-    async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
-        return (await response.text()).splitlines()
-
-
 async def _subscribers(http: aiohttp.ClientSession, replica: Service) -> float:
     """Open room streams on the replica (each subscription of a SubscribeMany call counts)."""
-    for line in await _metrics(http, replica):
+    for line in await metrics_lines(http, replica):
         if line.startswith("ninetynine_session_subscribers "):
             return float(line.split()[1])
     raise AssertionError("no ninetynine_session_subscribers gauge")
@@ -162,30 +136,11 @@ async def _lateness_buckets(http: aiohttp.ClientSession, replica: Service) -> tu
     """(all, at most 2.5 s late) turn timeouts the replica fired, from its lateness histogram."""
     name = "ninetynine_session_deadline_lateness_seconds"
     values = {}
-    for line in await _metrics(http, replica):
+    for line in await metrics_lines(http, replica):
         if line.startswith((f"{name}_count ", f'{name}_bucket{{le="2.5"}} ')):
             key, value = line.rsplit(" ", 1)
             values[key] = float(value)
     return values[f"{name}_count"], values[f'{name}_bucket{{le="2.5"}}']
-
-
-async def _game_event_seqs(stub: pb_grpc.SessionServiceAsyncStub, token: str) -> list[int]:
-    """Seqs of the game events the session holds for this seat's eyes, start to gameFinished.
-
-    These are what the gateway forwards as ``event`` messages (room, presence and hidden events
-    are not), so a client that lost or repeated nothing saw exactly these.
-    """
-    seqs: list[int] = []
-    stream = stub.Subscribe(pb.SubscribeRequest(token=token, after_seq=0), timeout=20)
-    try:
-        async for item in stream:
-            if item.HasField("event") and item.event.HasField("game"):
-                seqs.append(item.event.seq)
-                if item.event.game.HasField("game_finished"):
-                    break
-    finally:
-        stream.cancel()
-    return seqs
 
 
 def _deadline_lateness(replay: pb.GetReplayResponse, after_ms: float) -> list[tuple[int, str]]:
@@ -209,11 +164,3 @@ def _deadline_lateness(replay: pb.GetReplayResponse, after_ms: float) -> list[tu
         if i > 0 and move.at_ms > after_ms:
             out.append((move.at_ms - (replay.moves[i - 1].at_ms + turn_ms), move.source))
     return out
-
-
-def _delete_keys(prefix: str) -> None:
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
