@@ -9,7 +9,6 @@ and a stuck or restarted session fails plays the way a unary call would, so the 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.common.conftest import LogCapture
 from tests.gateway.conftest import GatewayFactory, WsClient, WsFactory
 from tests.gateway.test_relay import LocalSession
 from tests.gateway.test_ws_contract import _create_table, _play_to_the_end
+from tests.session.store.sqlite_lock import StoreLock
 
 
 async def test_a_whole_game_plays_to_the_end_over_shared_play_streams(
@@ -189,18 +189,6 @@ async def table(tmp_path: Path) -> AsyncIterator[Table]:
     await channel.close(None)
     await session.stop()
     await engine.stop(None)
-
-
-class StoreLock:
-    """Another writer holding the SQLite file's write lock: the session's commits wait for it."""
-
-    def __init__(self, db: Path) -> None:
-        self.conn = sqlite3.connect(db, isolation_level=None)
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        self.conn.execute("ROLLBACK")
-        self.conn.close()
 
 
 async def test_a_play_past_its_timeout_is_deadline_exceeded_and_the_call_goes_on(table: Table) -> None:

@@ -10,7 +10,6 @@ SQLite store.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,23 +25,12 @@ from services.common.grpcclient import create_channel
 from services.session.draining import OpenStreams
 from services.session.server import close_room_service, create_session_server, run_session
 from tests.session.conftest import Stack
+from tests.session.store.sqlite_lock import StoreLock
 from tests.session.test_session_play_many import Plays, _room, _turn
 
 GRACE_S = 30.0
 # Far below the grace period: the calls were drained, not cut off when it ran out.
 DRAINED_WITHIN_S = 10.0
-
-
-class StoreLock:
-    """Another writer holding the SQLite file's write lock: the session's commits wait for it."""
-
-    def __init__(self, db: Path) -> None:
-        self.conn = sqlite3.connect(db, isolation_level=None)
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        self.conn.execute("ROLLBACK")
-        self.conn.close()
 
 
 def _session(engine_port: int, db: Path, streams: OpenStreams) -> tuple[Any, Any, Stack]:
