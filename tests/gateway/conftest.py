@@ -7,6 +7,7 @@ protocol's JSON Schema, so a test that reads a message also proves it is a valid
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +89,16 @@ class SchemaError(AssertionError):
 
 @dataclass
 class WsClient:
-    """One WebSocket client; ``seen`` keeps every message received, in order."""
+    """One WebSocket client; ``seen`` keeps every message received, in order.
+
+    ``passed`` holds what :meth:`request` read on its way to the reply: the room stream may bring
+    a message (a view, an event) before the reply of the request that caused it, and the next
+    :meth:`until` must still find it there instead of waiting for another one.
+    """
 
     ws: aiohttp.ClientWebSocketResponse
     seen: list[dict[str, Any]] = field(default_factory=list)
+    passed: deque[dict[str, Any]] = field(default_factory=deque)
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send_str(json.dumps(message, ensure_ascii=False))
@@ -108,7 +115,12 @@ class WsClient:
         return message
 
     async def until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Read until a message matches ``predicate``; returns it."""
+        """The first message matching ``predicate``: among those :meth:`request` passed over, else
+        read on; every message checked on the way is consumed."""
+        while self.passed:
+            message = self.passed.popleft()
+            if predicate(message):
+                return message
         while True:
             message = await self.recv()
             if predicate(message):
@@ -117,7 +129,11 @@ class WsClient:
     async def request(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send a message with an ``id`` and return the direct reply carrying that id."""
         await self.send(message)
-        return await self.until(lambda m: m.get("id") == message["id"])
+        while True:
+            reply = await self.recv()
+            if reply.get("id") == message["id"]:
+                return reply
+            self.passed.append(reply)
 
     async def close_code(self) -> int | None:
         """Read to the end of the connection; the close code the server sent."""

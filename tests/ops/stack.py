@@ -245,8 +245,9 @@ class Table:
     async def play_moves(self, wanted: int) -> tuple[int, bool]:
         """Play ``wanted`` own moves (each the first legal choice the view offers).
 
-        Returns ``(moves played, game finished)``; stops early when the game ends (or this player is
-        out of it). A play refused because a timeout got there first is simply not counted.
+        Returns ``(moves played, over)``: ``over`` when it stopped early because the game ended or
+        this player is out of it (a fast game can eliminate a seat after a move or two). A play
+        refused because a timeout got there first is simply not counted.
         """
         played = 0
         client_seq = 0
@@ -261,7 +262,7 @@ class Table:
             if not view.get("myTurn") or not view.get("legalPlays"):
                 me = next(p for p in view["players"] if p["id"] == view.get("viewer"))
                 if not me["alive"]:
-                    return played, False
+                    return played, True
                 continue
             client_seq += 1
             action = view["legalPlays"][0]["action"]

@@ -82,8 +82,8 @@ async def test_serve_sqlite_plays_and_stops_cleanly(tmp_path: Path, started: lis
     async with aiohttp.ClientSession() as http:
         table = await open_table(http, serve.web_url)
         room_id = await table.create_room_with_bots(2)
-        played, finished = await table.play_moves(3)
-        assert played == 3 or finished, table.seen
+        played, over = await table.play_moves(3)
+        assert played == 3 or over, table.seen
         await table.ws.close()
     assert room_id
 
@@ -118,8 +118,8 @@ async def test_serve_redis_two_session_replicas_share_rooms(tmp_path: Path, star
                 )
             assert reply.room.room_id == room_id
             assert len(reply.room.seats) == 3
-            played, finished = await table.play_moves(2)
-            assert played == 2 or finished, table.seen
+            played, over = await table.play_moves(2)
+            assert played == 2 or over, table.seen
             await table.ws.close()
 
         pids = serve.child_pids()
