@@ -171,9 +171,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def SubscribeMany(  # type: ignore[override]  # yields pre-serialized bytes
         self, request_iterator: AsyncIterable[pb.SubscribeManyRequest], context: Context
     ) -> AsyncIterator[bytes]:
-        metadata = context.invocation_metadata() or ()
-        stream_lang = next((str(v) for k, v in metadata if k == "accept-language"), "")
-        stream = SubscribeMany(self.rooms, stream_lang)
+        # The call's accept-language, as the interceptor put it in this call's request scope.
+        stream = SubscribeMany(self.rooms, accept_language())
         try:
             with self.streams.track(stream):
                 async for message in stream.run(request_iterator):

@@ -23,9 +23,6 @@ import redis
 from tests.gateway.conftest import WsClient
 from tests.session.procs import free_port, session_args, start_service, wait_serving
 
-# The machine's Redis (tests that share it keep to a key prefix of their own).
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
 
 @dataclass
 class Service:
@@ -130,15 +127,6 @@ async def metrics_lines(http: aiohttp.ClientSession, service: Service) -> list[s
     port = next(int(a.split("=")[1]) for a in service.args if a.startswith("--metrics-port="))
     async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
         return (await response.text()).splitlines()
-
-
-def delete_redis_keys(url: str, prefix: str) -> None:
-    """Remove what a test's session replicas stored under their key prefix."""
-    client = redis.Redis.from_url(url)
-    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def gateway_service(tmp: Path, session_port: int | Sequence[int], *, label: str = "gateway") -> Service:

@@ -28,15 +28,14 @@ from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from services.session.playmany import PLAY_METHOD
 from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.stack import (
-    REDIS_URL,
     Service,
-    delete_redis_keys,
     grpc_channel,
     metrics_lines,
     replica_stack,
     wait_until,
 )
 from tests.faults.tables import open_table
+from tests.ops.stack import REDIS_URL, delete_redis_keys
 
 ROOMS = 4
 GRACE_S = 30.0
@@ -107,7 +106,7 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
             await channel.close(None)
         for service in reversed(services):
             service.stop()
-        delete_redis_keys(REDIS_URL, prefix)
+        delete_redis_keys(prefix)
 
 
 async def _plays_carried(http: aiohttp.ClientSession, replica: Service) -> float:

@@ -31,15 +31,14 @@ from services.session.service import (
 from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.players import WsPlayer
 from tests.faults.stack import (
-    REDIS_URL,
     Service,
-    delete_redis_keys,
     grpc_channel,
     metrics_lines,
     replica_stack,
     wait_until,
 )
 from tests.faults.tables import open_table
+from tests.ops.stack import REDIS_URL, delete_redis_keys
 
 ROOMS = 4
 # In these rooms a third human takes a seat and walks away: its turns time out, before and after
@@ -110,7 +109,7 @@ async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_repli
             await channel.close(None)
         for service in reversed(services):
             service.stop()
-        delete_redis_keys(REDIS_URL, prefix)
+        delete_redis_keys(prefix)
 
     assert {source for _, source, _ in late} == {"bot", "timeout"}, "the survivor fired both kinds"
     # A fire starts after its due time: a negative value would mean the due times are derived wrong.
