@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import grpc
@@ -26,11 +27,16 @@ TIMEOUT_S = 20.0
 
 
 class Stream:
-    """One Connect call; every message read is also checked as JSON against the protocol schema."""
+    """One Connect call; every message read is also checked as JSON against the protocol schema.
+
+    ``passed`` holds what :meth:`request` read on its way to the reply (the room stream may bring a
+    view before the reply of the request that caused it); :meth:`next` hands those out first.
+    """
 
     def __init__(self, call: grpc.aio.StreamStreamCall[gw.ConnectRequest, gw.ConnectResponse]) -> None:
         self.call = call
         self.seen: list[gw.ServerMessage] = []
+        self.passed: deque[gw.ServerMessage] = deque()
 
     async def send(self, message: gw.ClientMessage) -> None:
         await self.call.write(gw.ConnectRequest(message=message))
@@ -51,12 +57,22 @@ class Stream:
             reply = await self.recv()
             if reply.id == message.id:
                 return reply
+            self.passed.append(reply)
+
+    async def next(self) -> gw.ServerMessage:
+        """The next message not yet handed out: one :meth:`request` passed over, else a new one."""
+        return self.passed.popleft() if self.passed else await self.recv()
+
+    async def until(self, predicate: Callable[[gw.ServerMessage], bool]) -> gw.ServerMessage:
+        while True:
+            message = await self.next()
+            if predicate(message):
+                return message
 
     async def until_finished_view(self) -> None:
-        while True:
-            message = await self.recv()
-            if message.WhichOneof("kind") == "view" and message.view.view.phase == state_pb2.PHASE_FINISHED:
-                return
+        await self.until(
+            lambda m: m.WhichOneof("kind") == "view" and m.view.view.phase == state_pb2.PHASE_FINISHED
+        )
 
 
 @pytest.fixture
@@ -86,7 +102,7 @@ async def test_a_whole_game_over_grpc(channel: grpc.aio.Channel) -> None:
     client_seq = 0
     plays: list[gw.Played] = []
     while True:
-        message = await stream.recv()
+        message = await stream.next()
         kind = message.WhichOneof("kind")
         if kind == "view" and message.view.view.my_turn and message.view.view.legal_plays:
             client_seq += 1

@@ -113,16 +113,8 @@ async def test_the_grpc_stream_carries_expected_move_seq(gateway: RunningGateway
         await stream.request(gw.ClientMessage(id="c", create_room=gw.CreateRoom(name="Sam", seats=2)))
         await stream.request(gw.ClientMessage(id="b", add_bot=gw.AddBot()))
         await stream.request(gw.ClientMessage(id="s", start_game=gw.StartGame()))
-        # The opening view may have come before the reply to start_game (already read): look there first.
-        index = 0
-        while True:
-            if index == len(stream.seen):
-                await stream.recv()
-            message = stream.seen[index]
-            index += 1
-            if message.WhichOneof("kind") == "view" and message.view.view.my_turn:
-                view = message.view.view
-                break
+        message = await stream.until(lambda m: m.WhichOneof("kind") == "view" and m.view.view.my_turn)
+        view = message.view.view
         action = view.legal_plays[0].action
         # Move counter 0 is a real value (the opening view), distinct from "not sent".
         outdated = view.seq + 1
