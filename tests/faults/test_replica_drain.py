@@ -16,7 +16,6 @@ UNAVAILABLE and the players had to resend them.
 from __future__ import annotations
 
 import asyncio
-import secrets
 import subprocess
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from tests.faults.stack import (
     wait_until,
 )
 from tests.faults.tables import open_table
-from tests.ops.stack import REDIS_URL, delete_redis_keys
+from tests.ops.stack import delete_redis_keys, redis_store_url
 
 ROOMS = 4
 GRACE_S = 30.0
@@ -51,8 +50,7 @@ LONG_GAME: dict[str, object] = {"lives": 3}
 async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
     tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
-    prefix = f"nn-drain-{secrets.token_hex(4)}:"
-    store = f"{REDIS_URL}?prefix={prefix}"
+    store, prefix = redis_store_url()
     engine, replicas, gateway = replica_stack(tmp_path, store, scale=SCALE, bot_ms=BOT_MS, grace=GRACE_S)
     services: list[Service] = [engine, *replicas, gateway]
     playing: list[asyncio.Task[None]] = []

@@ -13,7 +13,6 @@ were at most ``LATE_MS`` past due.
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from tests.faults.stack import (
     wait_until,
 )
 from tests.faults.tables import open_table
-from tests.ops.stack import REDIS_URL, delete_redis_keys
+from tests.ops.stack import delete_redis_keys, redis_store_url
 
 ROOMS = 4
 # In these rooms a third human takes a seat and walks away: its turns time out, before and after
@@ -57,8 +56,7 @@ assert DEFAULT_LEASE_MS < LATE_MS
 async def test_survivor_takes_over_rooms_streams_and_deadlines_of_a_killed_replica(
     tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
-    prefix = f"nn-failover-{secrets.token_hex(4)}:"
-    store = f"{REDIS_URL}?prefix={prefix}"
+    store, prefix = redis_store_url()
     engine, replicas, gateway = replica_stack(tmp_path, store, scale=SCALE, bot_ms=BOT_MS)
     services: list[Service] = [engine, *replicas, gateway]
     playing: list[asyncio.Task[None]] = []
