@@ -199,6 +199,9 @@ def reply_id_of(raw: object) -> JsonId | None:
     value = raw.get("id")
     if isinstance(value, str) and 1 <= len(value) <= 64:
         return value
+    if isinstance(value, float) and value.is_integer():
+        # JSON has one number type: 7.0 is the integer 7 to the schema, so it is echoed as 7.
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1:
         return value
     return None
@@ -224,16 +227,20 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     """A text frame as ``(ClientMessage, reply_id)``; raises :class:`ProtocolError` otherwise."""
     try:
         raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
+        # ValueError, not only JSONDecodeError: an integer of more than 4300 digits is refused by
+        # int() (sys.get_int_max_str_digits), reachable when --max-message-bytes is above that.
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"not JSON: {exc}")}) from None
     if not isinstance(raw, dict):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "a message must be a JSON object"})
+    reply_id = reply_id_of(raw)
     if _LONE_SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(raw):
         # "\ud800" is valid JSON but no Unicode text: nothing could be echoed or stored from it.
+        # The refusal still answers a usable id, unless the surrogate is in the id itself.
+        echo = None if reply_id is None or _has_lone_surrogate(reply_id) else reply_id
         raise ProtocolError(
-            "MALFORMED_MESSAGE", {"detail": "a string holds a lone surrogate (\\ud800-\\udfff)"}
+            "MALFORMED_MESSAGE", {"detail": "a string holds a lone surrogate (\\ud800-\\udfff)"}, echo
         )
-    reply_id = reply_id_of(raw)
     kind = raw.get("type")
     if not isinstance(kind, str):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "missing string field 'type'"}, reply_id)
