@@ -144,6 +144,15 @@ async def test_unknown_rooms_and_tokens(make_stack: MakeStack) -> None:
         s.ListRooms(pb.ListRoomsRequest(page_token="garbage")), C.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN"
     )
     await refused(s.ListRooms(pb.ListRoomsRequest(page_size=101)), C.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+    # Digits of other scripts pass str.isdigit(): "²" then failed int() (the call ended UNKNOWN with
+    # the Python error as its text) and "١" paged from the wrong place (found while writing the
+    # atheris harness tests/fuzz/session.py, whose page-token invariant now covers it).
+    for digit in ("²", "١"):
+        await refused(
+            s.ListRooms(pb.ListRoomsRequest(page_token=digit * 15 + ":ABC")),
+            C.INVALID_ARGUMENT,
+            "INVALID_PAGE_TOKEN",
+        )
     host = await _room(stack)
     await refused(
         s.GetResult(pb.GetResultRequest(room_id=host.room.room_id)),

@@ -253,7 +253,9 @@ def parse_page_token(page_token: str) -> tuple[int, str] | None:
     if (
         not sep
         or len(created) != CREATED_AT_DIGITS
-        or not created.isdigit()
+        # ASCII only: str.isdigit() also takes "²" (which int() refuses) and other scripts' digits
+        # (which int() reads, so the token would not be the one list_key wrote).
+        or not (created.isascii() and created.isdigit())
         or not ROOM_ID_PATTERN.fullmatch(room_id)
     ):
         raise InvalidStoreInput(f"malformed page token {page_token!r}")

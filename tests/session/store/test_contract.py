@@ -451,7 +451,8 @@ async def test_list_rooms_paginates_in_creation_order_with_a_phase_filter(store:
 
 async def test_list_rooms_when_empty_and_with_bad_arguments(store: RoomStore) -> None:
     assert await store.list_rooms(phase=None, page_size=10, page_token="") == ([], "")
-    for bad_token in ("garbage", "12:abc", "000000000000100:bad id"):
+    # Fifteen digits, but not ASCII ones: what list_key writes is the only token that parses.
+    for bad_token in ("garbage", "12:abc", "000000000000100:bad id", "²" * 15 + ":abc", "١" * 15 + ":abc"):
         with pytest.raises(InvalidStoreInput):
             await store.list_rooms(phase=None, page_size=10, page_token=bad_token)
     with pytest.raises(InvalidStoreInput):
