@@ -1,0 +1,115 @@
+"""Fuzz target: the engine's request handling in-process (``EngineHandlers``, as ``LocalEngine`` runs it).
+
+The first byte picks the method (``Setup``, ``Apply``, ``View``, ``Timeout``; for ``View`` also the
+language), the rest is the request's wire bytes: what a caller of the engine's gRPC service sends.
+Bytes that do not decode are skipped (the server's lenient deserializer refuses them before the
+handlers; ``tests/engine/test_service_fuzz.py`` covers that). The seeds are real requests from
+games of both modes at several stages, so libFuzzer starts from states the validator accepts and
+mutates them field by field.
+
+Contract: a response, or a ``ServiceError`` with an UPPER_SNAKE rules reason and a status code of the
+error table (INVALID_ARGUMENT, FAILED_PRECONDITION, ABORTED; never UNKNOWN or INTERNAL); the request
+message is left as it came (its deterministic serialization is unchanged); and a state the engine
+returns is one it accepts again (a ``View`` of it succeeds), so the session can always go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import atheris
+
+from tests.fuzz.common import require, require_reason
+
+with atheris.instrument_imports(include=["services"]):
+    from google.protobuf.message import DecodeError, Message
+    from ninetynine.engine.v1 import engine_service_pb2 as pb
+
+    from services.common.errors import REASON_STATUS, ServiceError
+    from services.engine import convert
+    from services.engine.handlers import EngineHandlers, RulesMetrics
+    from services.engine.rules import CLASSIC, Options, Reason, apply, setup, timeout_action
+
+HANDLERS: Final = EngineHandlers(RulesMetrics.create(None), log_fields=False)
+ALLOWED_CODES: Final = set(REASON_STATUS.values())
+ARGS: Final = ["-max_len=16384"]  # a mid-game state with its history is a few kilobytes
+
+# method index -> (request type, call)
+METHODS: Final[list[tuple[type[Message], Callable[[Any], Message]]]] = [
+    (pb.SetupRequest, HANDLERS.setup),
+    (pb.ApplyRequest, HANDLERS.apply),
+    (pb.ViewRequest, lambda request: HANDLERS.view(request, "ko")),
+    (pb.TimeoutRequest, HANDLERS.timeout),
+    (pb.ViewRequest, lambda request: HANDLERS.view(request, "en")),
+]
+
+
+def _check_state(response: Message) -> None:
+    """The engine's own output state must be accepted by the engine (the session sends it back)."""
+    state = response.state  # type: ignore[attr-defined]
+    try:
+        HANDLERS.view(pb.ViewRequest(state=state), "en")
+    except ServiceError as err:
+        raise AssertionError(f"the engine refuses a state it returned: {err}") from None
+
+
+@atheris.instrument_func  # its branches (the input forms) count as coverage too
+def TestOneInput(data: bytes) -> None:
+    if not data:
+        return
+    request_type, call = METHODS[data[0] % len(METHODS)]
+    try:
+        request = request_type.FromString(data[1:])
+    except DecodeError:
+        return
+    before = request.SerializeToString(deterministic=True)
+    try:
+        response = call(request)
+    except ServiceError as err:
+        require_reason(err.reason)
+        require(err.reason in Reason.__members__, f"not a rules reason: {err.reason}")
+        require(err.code in ALLOWED_CODES, f"{err.reason} as {err.code.name}")
+        require(bool(err.message("ko")) and bool(err.message("en")), f"{err.reason} without a text")
+    else:
+        response.SerializeToString()
+        if not isinstance(request, pb.ViewRequest):
+            _check_state(response)
+    require(request.SerializeToString(deterministic=True) == before, "the handler changed its request")
+
+
+def _requests() -> list[tuple[int, Message]]:
+    """Real requests (method index, message) from games of both modes, start to finish."""
+    out: list[tuple[int, Message]] = []
+    for options, players in (
+        (Options(), ["ann", "bob", "cho"]),
+        (Options(mode=CLASSIC, lives=1), ["a", "b"]),
+    ):
+        setup_request = pb.SetupRequest(player_ids=players, seed=7, now_ms=1_000)
+        setup_request.options.CopyFrom(convert.options_to_proto(options))
+        setup_request.display_names[players[0]] = "지호"
+        out.append((0, setup_request))
+        state, _ = setup(players, options, seed=7, now_ms=1_000)
+        moves = 0
+        while not state.finished and moves < 400:
+            if moves % 7 == 0:
+                proto = convert.state_to_proto(state)
+                action = timeout_action(state)
+                apply_request = pb.ApplyRequest(state=proto, player_id=state.current, expected_seq=state.seq)
+                apply_request.action.CopyFrom(convert.action_to_proto(action))
+                out.append((1, apply_request))
+                out.append((2, pb.ViewRequest(state=proto, viewer_id=state.current)))
+                out.append((3, pb.TimeoutRequest(state=proto, expected_seq=state.seq, now_ms=2_000)))
+            state, _ = apply(state, state.current, timeout_action(state), now_ms=1_000 + moves)
+            moves += 1
+        out.append((4, pb.ViewRequest(state=convert.state_to_proto(state))))  # finished, spectator
+    return out
+
+
+def seeds() -> list[bytes]:
+    return [bytes([method]) + request.SerializeToString() for method, request in _requests()]
+
+
+DICTIONARY: Final = [
+    card.encode() for card in ("N1-1", "N10-1", "PM9-1", "PM10-2", "Z-1", "J-1", "AS-1", "KH-2", "10D-1")
+] + [b"ann", b"bob", b"cho", b"kr-product", b"classic"]
