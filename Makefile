@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # e.g. make run RUN_ARGS='--store redis://127.0.0.1:6379/0 --session-replicas 2'
 RUN_ARGS ?=
 
-.PHONY: venv test test-slow lint run bench bench-load simulate protos protos-check clean
+.PHONY: venv test test-slow fuzz lint run bench bench-load simulate protos protos-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,18 @@ test: $(STAMP)
 # Long fault tests (soak: SOAK_SECONDS, default 1800) excluded from `make test`.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+# Coverage-guided fuzzing (atheris) of the parsers of untrusted input, FUZZ_SECONDS per target, one
+# after another; stops at the first crash (written to artifacts/fuzz/<target>/). The corpus grows in
+# artifacts/fuzz/corpus/<target>, so the next run starts where this one ended.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?= gateway engine session
+fuzz: $(STAMP)
+	@for target in $(FUZZ_TARGETS); do \
+		mkdir -p artifacts/fuzz/corpus/$$target && \
+		$(BIN)/python -m tests.fuzz $$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			artifacts/fuzz/corpus/$$target || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check services tests bench
