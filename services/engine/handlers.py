@@ -31,6 +31,7 @@ from services.common.context import bind_rpc_fields
 from services.common.errors import ENGINE_DOMAIN, Lang, ServiceError, from_rule_error
 from services.engine import convert, rules
 from services.engine.rules import GameState, Reason, RuleError
+from services.engine.rules.validate import MAX_TURN_START_MS
 
 __all__ = ["MAX_DISPLAY_NAME", "MAX_METADATA_VALUE", "EngineHandlers", "RulesMetrics", "rules_metrics"]
 
@@ -92,6 +93,10 @@ def rules_metrics(registry: CollectorRegistry) -> RulesMetrics:
 
 
 def _now_ms(requested: int) -> int:
+    """The request's clock for the next turn (0 or negative: the engine's)."""
+    if requested > MAX_TURN_START_MS:
+        # Its deadline would not fit the events' int64 (nor a JSON client's MillisEpoch).
+        raise RuleError(Reason.INVALID_STATE, detail=f"nowMs after {MAX_TURN_START_MS}")
     return requested if requested > 0 else time.time_ns() // 1_000_000
 
 

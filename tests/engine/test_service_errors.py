@@ -208,6 +208,8 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     variant("wrong version", state_version=7)
     variant("rng inc even", rng=dataclasses.replace(good.rng, inc=4))
     variant("seed does not match commitment", seed=good.seed + 1)
+    # Its deadline would not fit an int64 (View failed UNKNOWN; found by tests/fuzz/engine.py).
+    variant("turn started past the last deadline", turn_started_at=2**63 - 1)
     proto = convert.state_to_proto(good)
     proto.direction = 9  # type: ignore[assignment]
     cases.append(("unknown direction enum", proto))
@@ -240,6 +242,30 @@ def test_invalid_states_are_refused_by_every_rpc(
         assert err.code() is C.INVALID_ARGUMENT, name  # type: ignore[attr-defined]
         assert only_error_info(err).reason == "INVALID_STATE", name
         assert (err.details() or "").startswith("Invalid game state"), name  # type: ignore[attr-defined]
+
+
+def test_a_clock_past_the_last_deadline_is_refused_not_unknown(stub: pb_grpc.EngineServiceStub) -> None:
+    # Found by the atheris harness tests/fuzz/engine.py: now_ms near 2**63 made the turn's deadline
+    # overflow the TurnStarted event's int64, and the call failed UNKNOWN with a Python ValueError.
+    late = 2**63 - 1
+    state, _ = setup(["a", "b"], Options(), seed=3, now_ms=1_000)
+    proto = convert.state_to_proto(state)
+    play = pb.ApplyRequest(state=proto, player_id=state.current, now_ms=late)
+    play.action.card_id = state.hands[state.current][0]
+    for call, request in (
+        (stub.Setup, pb.SetupRequest(player_ids=["a", "b"], now_ms=late)),
+        (stub.Setup, pb.SetupRequest(player_ids=["a", "b"], now_ms=2**53)),
+        (stub.Apply, play),
+        (stub.Timeout, pb.TimeoutRequest(state=proto, now_ms=late)),
+    ):
+        err = _refused(call, request, EN)
+        assert err.code() is C.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert only_error_info(err).reason == "INVALID_STATE"
+        assert "nowMs" in only_error_info(err).metadata["detail"]
+    # The latest clock that is still accepted gives a deadline a JSON client reads exactly.
+    started = stub.Setup(pb.SetupRequest(player_ids=["a", "b"], now_ms=2**53 - 1 - 30_000), timeout=5)
+    deadlines = [e.turn_started.deadline_ms for e in started.events if e.HasField("turn_started")]
+    assert deadlines and max(deadlines) <= 2**53 - 1
 
 
 def test_unparsable_request_is_invalid_argument_not_internal(engine: RunningEngine) -> None:

@@ -14,9 +14,14 @@ from typing import NoReturn
 from .cards import catalogue
 from .errors import Reason, RuleError
 from .game import has_legal_play
-from .options import MAX_PLAYERS, MIN_PLAYERS
+from .options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
 from .rng import MASK64, seed_commitment
 from .state import SUPPORTED_STATE_VERSIONS, GameState, Phase
+
+# The latest turn start (ms since epoch) whose deadline, after the longest turn, is still a
+# protocol MillisEpoch (at most 2**53 - 1: exact in a JSON client's double) and an int64. About
+# the year 287000: no clock reads that, and a caller's later one would end the game in an error.
+MAX_TURN_START_MS = 2**53 - 1 - max(s for s in CHOICES["turn_seconds"][1] if isinstance(s, int)) * 1000
 
 
 def _bad(detail: str) -> RuleError:
@@ -90,6 +95,8 @@ def validate_state(s: GameState) -> None:
         raise _bad("a finished game has exactly one survivor")
     if s.round < 1 or s.seq < 0 or s.turn_started_at < 0:
         raise _bad("round, seq and turnStartedAt must be positive")
+    if s.turn_started_at > MAX_TURN_START_MS:
+        raise _bad(f"turnStartedAt after {MAX_TURN_START_MS}")
     if not (0 <= s.rng.state <= MASK64 and 0 <= s.rng.inc <= MASK64 and s.rng.inc & 1):
         raise _bad("rng")
     if not 0 <= s.seed <= MASK64 or _commitment(s.seed) != s.seed_commitment:
