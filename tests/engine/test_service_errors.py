@@ -208,8 +208,12 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     variant("wrong version", state_version=7)
     variant("rng inc even", rng=dataclasses.replace(good.rng, inc=4))
     variant("seed does not match commitment", seed=good.seed + 1)
-    # Its deadline would not fit an int64 (View failed UNKNOWN; found by tests/fuzz/engine.py).
+    # Found by tests/fuzz/engine.py: the next move overflowed a wire field, and the call failed
+    # UNKNOWN (the deadline past int64, seq past uint64, round and livesLost past uint32).
     variant("turn started past the last deadline", turn_started_at=2**63 - 1)
+    variant("seq with no room for a move", seq=2**64 - 1)
+    variant("round with no room for a new one", round=2**32 - 1)
+    variant("more lives lost than there were", lives_lost={**good.lives_lost, "b": 2**32 - 1})
     proto = convert.state_to_proto(good)
     proto.direction = 9  # type: ignore[assignment]
     cases.append(("unknown direction enum", proto))

@@ -22,6 +22,11 @@ from .state import SUPPORTED_STATE_VERSIONS, GameState, Phase
 # protocol MillisEpoch (at most 2**53 - 1: exact in a JSON client's double) and an int64. About
 # the year 287000: no clock reads that, and a caller's later one would end the game in an error.
 MAX_TURN_START_MS = 2**53 - 1 - max(s for s in CHOICES["turn_seconds"][1] if isinstance(s, int)) * 1000
+# Counters a move increments must have room for it: seq goes up by one per move and is a protocol
+# integer (at most 2**53 - 1); a move starts at most a few rounds (uint32 on the wire). Real games
+# stay below a few thousand of either.
+MAX_SEQ = 2**53 - 2
+MAX_ROUND = 2**31 - 1
 
 
 def _bad(detail: str) -> RuleError:
@@ -66,9 +71,12 @@ def validate_state(s: GameState) -> None:
         raise _bad(f"lives {start_lives}")
     lives, alive, on_board, hands = s.lives, s.alive, s.on_board, s.hands
     eliminated = set()
+    lives_lost = s.lives_lost
     for p in s.seats:
         if not 0 <= lives[p] <= start_lives:
             raise _bad(f"lives of {p}")
+        if not 0 <= lives_lost[p] <= start_lives:  # a life lost is one of the starting lives
+            raise _bad(f"livesLost of {p}")
         if on_board[p] and (lives[p] != 0 or not alive[p]):
             raise _bad(f"onBoard of {p}")
         if not alive[p]:
@@ -97,6 +105,8 @@ def validate_state(s: GameState) -> None:
         raise _bad("round, seq and turnStartedAt must be positive")
     if s.turn_started_at > MAX_TURN_START_MS:
         raise _bad(f"turnStartedAt after {MAX_TURN_START_MS}")
+    if s.seq > MAX_SEQ or s.round > MAX_ROUND:
+        raise _bad(f"seq after {MAX_SEQ} or round after {MAX_ROUND}")
     if not (0 <= s.rng.state <= MASK64 and 0 <= s.rng.inc <= MASK64 and s.rng.inc & 1):
         raise _bad("rng")
     if not 0 <= s.seed <= MASK64 or _commitment(s.seed) != s.seed_commitment:
