@@ -214,6 +214,9 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     variant("seq with no room for a move", seq=2**64 - 1)
     variant("round with no room for a new one", round=2**32 - 1)
     variant("more lives lost than there were", lives_lost={**good.lives_lost, "b": 2**32 - 1})
+    # Lives left and lives lost that do not add up to the starting lives: the next loss gave a
+    # state the engine itself refused (found by the fuzz harness's "accepts its own output" check).
+    variant("lives lost and left disagree", lives_lost={**good.lives_lost, "b": 1})
     proto = convert.state_to_proto(good)
     proto.direction = 9  # type: ignore[assignment]
     cases.append(("unknown direction enum", proto))

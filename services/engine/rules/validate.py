@@ -75,7 +75,7 @@ def validate_state(s: GameState) -> None:
     for p in s.seats:
         if not 0 <= lives[p] <= start_lives:
             raise _bad(f"lives of {p}")
-        if not 0 <= lives_lost[p] <= start_lives:  # a life lost is one of the starting lives
+        if lives[p] + lives_lost[p] != start_lives:  # every life lost was one of the starting lives
             raise _bad(f"livesLost of {p}")
         if on_board[p] and (lives[p] != 0 or not alive[p]):
             raise _bad(f"onBoard of {p}")
