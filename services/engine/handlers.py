@@ -31,7 +31,7 @@ from services.common.context import bind_rpc_fields
 from services.common.errors import ENGINE_DOMAIN, Lang, ServiceError, from_rule_error
 from services.engine import convert, rules
 from services.engine.rules import GameState, Reason, RuleError
-from services.engine.rules.validate import MAX_TURN_START_MS
+from services.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
 
 __all__ = ["MAX_DISPLAY_NAME", "MAX_METADATA_VALUE", "EngineHandlers", "RulesMetrics", "rules_metrics"]
 
@@ -165,6 +165,7 @@ class EngineHandlers:
     def apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
         try:
             state = self._state(request.state)
+            check_room_for_a_move(state)
             action = convert.action_from_proto(request.action)
             expected = request.expected_seq if request.HasField("expected_seq") else None
             new_state, events = rules.apply(
@@ -194,6 +195,7 @@ class EngineHandlers:
             state = self._state(request.state)
             if request.HasField("expected_seq") and request.expected_seq != state.seq:
                 raise RuleError(Reason.STALE_STATE, expectedSeq=request.expected_seq, seq=state.seq)
+            check_room_for_a_move(state)
             action = rules.timeout_action(state)
             player = state.current
             new_state, events = rules.apply(state, player, action, now_ms=_now_ms(request.now_ms))

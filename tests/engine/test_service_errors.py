@@ -209,10 +209,9 @@ def _broken_states() -> list[tuple[str, state_pb2.State]]:
     variant("rng inc even", rng=dataclasses.replace(good.rng, inc=4))
     variant("seed does not match commitment", seed=good.seed + 1)
     # Found by tests/fuzz/engine.py: the next move overflowed a wire field, and the call failed
-    # UNKNOWN (the deadline past int64, seq past uint64, round and livesLost past uint32).
+    # UNKNOWN (the deadline past int64, seq past uint64, livesLost past uint32).
     variant("turn started past the last deadline", turn_started_at=2**63 - 1)
-    variant("seq with no room for a move", seq=2**64 - 1)
-    variant("round with no room for a new one", round=2**32 - 1)
+    variant("seq past a protocol integer", seq=2**64 - 1)
     variant("more lives lost than there were", lives_lost={**good.lives_lost, "b": 2**32 - 1})
     # Lives left and lives lost that do not add up to the starting lives: the next loss gave a
     # state the engine itself refused (found by the fuzz harness's "accepts its own output" check).
@@ -273,6 +272,25 @@ def test_a_clock_past_the_last_deadline_is_refused_not_unknown(stub: pb_grpc.Eng
     started = stub.Setup(pb.SetupRequest(player_ids=["a", "b"], now_ms=2**53 - 1 - 30_000), timeout=5)
     deadlines = [e.turn_started.deadline_ms for e in started.events if e.HasField("turn_started")]
     assert deadlines and max(deadlines) <= 2**53 - 1
+
+
+@pytest.mark.parametrize(("field", "last"), [("seq", 2**53 - 1), ("round", 2**32 - 1)])
+def test_a_state_at_a_counters_limit_is_viewed_but_not_played_on(
+    stub: pb_grpc.EngineServiceStub, field: str, last: int
+) -> None:
+    # The move would overflow the field (a Timeout on round 2**32 - 1 failed UNKNOWN; found with
+    # tests/fuzz/engine.py, whose own-output check also rules out refusing the state itself: the
+    # move before it must give a state the engine accepts).
+    state, _ = setup(["a", "b"], Options(), seed=3, now_ms=1_000)
+    proto = convert.state_to_proto(state)
+    setattr(proto, field, last)
+    assert stub.View(pb.ViewRequest(state=proto, viewer_id="a"), timeout=5).view.seq == proto.seq
+    play = pb.ApplyRequest(state=proto, player_id=state.current)
+    play.action.card_id = state.hands[state.current][0]
+    for call, request in ((stub.Apply, play), (stub.Timeout, pb.TimeoutRequest(state=proto))):
+        err = _refused(call, request, EN)
+        assert err.code() is C.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert "no room for another move" in only_error_info(err).metadata["detail"]
 
 
 def test_unparsable_request_is_invalid_argument_not_internal(engine: RunningEngine) -> None:

@@ -22,11 +22,12 @@ from .state import SUPPORTED_STATE_VERSIONS, GameState, Phase
 # protocol MillisEpoch (at most 2**53 - 1: exact in a JSON client's double) and an int64. About
 # the year 287000: no clock reads that, and a caller's later one would end the game in an error.
 MAX_TURN_START_MS = 2**53 - 1 - max(s for s in CHOICES["turn_seconds"][1] if isinstance(s, int)) * 1000
-# Counters a move increments must have room for it: seq goes up by one per move and is a protocol
-# integer (at most 2**53 - 1); a move starts at most a few rounds (uint32 on the wire). Real games
-# stay below a few thousand of either.
-MAX_SEQ = 2**53 - 2
-MAX_ROUND = 2**31 - 1
+# seq is a protocol integer (at most 2**53 - 1) and goes up by one per move; round is a uint32 on
+# the wire and a move starts at most a few dozen rounds (each costs a life or a seat). A state at
+# these limits can be viewed but not played on (check_room_for_a_move). Real games stay below a
+# few thousand of either.
+MAX_SEQ = 2**53 - 1
+MAX_ROUND_BEFORE_A_MOVE = 2**32 - 1 - 1000
 
 
 def _bad(detail: str) -> RuleError:
@@ -105,12 +106,18 @@ def validate_state(s: GameState) -> None:
         raise _bad("round, seq and turnStartedAt must be positive")
     if s.turn_started_at > MAX_TURN_START_MS:
         raise _bad(f"turnStartedAt after {MAX_TURN_START_MS}")
-    if s.seq > MAX_SEQ or s.round > MAX_ROUND:
-        raise _bad(f"seq after {MAX_SEQ} or round after {MAX_ROUND}")
+    if s.seq > MAX_SEQ:
+        raise _bad(f"seq after {MAX_SEQ}")
     if not (0 <= s.rng.state <= MASK64 and 0 <= s.rng.inc <= MASK64 and s.rng.inc & 1):
         raise _bad("rng")
     if not 0 <= s.seed <= MASK64 or _commitment(s.seed) != s.seed_commitment:
         raise _bad("seed does not match its commitment")
+
+
+def check_room_for_a_move(s: GameState) -> None:
+    """Refuse (INVALID_STATE) a move whose new state would not fit its counters' wire fields."""
+    if s.seq >= MAX_SEQ or s.round > MAX_ROUND_BEFORE_A_MOVE:
+        raise _bad(f"no room for another move (seq {s.seq}, round {s.round})")
 
 
 # A game's seed comes back with every move: hash it once per game, not once per request.
