@@ -8,8 +8,9 @@ comparison operands the code made) where a generator would have to guess them.
 
 One module per target, each with ``TestOneInput(data: bytes)`` that raises only when the target
 broke its contract (anything but the documented refusal, or an invariant violated), plus
-``seeds()`` (a starting corpus), ``DICTIONARY`` (tokens for libFuzzer's ``-dict``) and ``ARGS``
-(default libFuzzer flags):
+``seeds()`` (a starting corpus), ``DICTIONARY`` (tokens for libFuzzer's ``-dict``), ``ARGS``
+(default libFuzzer flags) and, where inputs are protobuf messages, a structure-aware
+``custom_mutator``:
 
 * ``gateway`` — a WebSocket text frame or a gRPC ``ConnectRequest`` becoming a ``ClientMessage``
   or a ``ProtocolError`` (``services/gateway/protocol.py``, ``server._parse_grpc``), and the

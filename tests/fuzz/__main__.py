@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 from tests.fuzz import TARGETS
-from tests.fuzz.common import dictionary_line
 
 ROOT = Path(__file__).resolve().parents[2]
 USAGE = f"usage: python -m tests.fuzz {{{','.join(TARGETS)}}} [libFuzzer flags] [corpus dirs or files]"
@@ -38,6 +37,8 @@ def main(argv: list[str]) -> int:
     except ImportError:
         print("atheris is not installed (pip install -e '.[test]' on Linux x86_64)", file=sys.stderr)
         return 2
+    from tests.fuzz.common import dictionary_line  # imports atheris too
+
     target, args = argv[0], list(argv[1:])
     harness = importlib.import_module(f"tests.fuzz.{target}")  # instruments the services it imports
     work = tempfile.TemporaryDirectory(prefix=f"fuzz-{target}-")
@@ -62,7 +63,10 @@ def main(argv: list[str]) -> int:
         for seed in harness.seeds():
             (seeds / hashlib.sha1(seed).hexdigest()).write_bytes(seed)
         extra.append(str(seeds))
-    atheris.Setup([f"tests.fuzz {target}", *args, *extra], harness.TestOneInput)
+    options = {}
+    if hasattr(harness, "custom_mutator"):  # structure-aware mutations (libFuzzer's half of the time)
+        options["custom_mutator"] = harness.custom_mutator
+    atheris.Setup([f"tests.fuzz {target}", *args, *extra], harness.TestOneInput, **options)
     atheris.Fuzz()  # exits the process with libFuzzer's status
     return 0
 

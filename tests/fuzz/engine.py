@@ -4,8 +4,8 @@ The first byte picks the method (``Setup``, ``Apply``, ``View``, ``Timeout``; fo
 language), the rest is the request's wire bytes: what a caller of the engine's gRPC service sends.
 Bytes that do not decode are skipped (the server's lenient deserializer refuses them before the
 handlers; ``tests/engine/test_service_fuzz.py`` covers that). The seeds are real requests from
-games of both modes at several stages, so libFuzzer starts from states the validator accepts and
-mutates them field by field.
+games of both modes at several stages, so libFuzzer starts from states the validator accepts, and
+half its mutations change one field of the decoded request (``custom_mutator``) instead of bytes.
 
 Contract: a response, or a ``ServiceError`` with an UPPER_SNAKE rules reason and a status code of the
 error table (INVALID_ARGUMENT, FAILED_PRECONDITION, ABORTED; never UNKNOWN or INTERNAL); the request
@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import atheris
 
-from tests.fuzz.common import require, require_reason
+from tests.fuzz.common import mutate_wire, require, require_reason
 
 with atheris.instrument_imports(include=["services"]):
     from google.protobuf.message import DecodeError, Message
@@ -78,6 +78,17 @@ def TestOneInput(data: bytes) -> None:
     require(request.SerializeToString(deterministic=True) == before, "the handler changed its request")
 
 
+# Half the mutations are structure-aware (tests.fuzz.common.mutate_wire): libFuzzer's byte
+# mutations mostly break a request's wire format or its seed commitment, so alone they reach the
+# validator's first checks over and over.
+STRINGS: Final = ("", "x", "N1-1", "N10-2", "PM9-1", "J-1", "Z-1", "AS-1", "10D-2", "ann", "bob", "0" * 64)
+
+
+def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
+    request_type = METHODS[data[0] % len(METHODS)][0] if data else None
+    return mutate_wire(data, max_size, seed, request_type, STRINGS)
+
+
 def _requests() -> list[tuple[int, Message]]:
     """Real requests (method index, message) from games of both modes, start to finish."""
     out: list[tuple[int, Message]] = []
@@ -103,6 +114,18 @@ def _requests() -> list[tuple[int, Message]]:
             state, _ = apply(state, state.current, timeout_action(state), now_ms=1_000 + moves)
             moves += 1
         out.append((4, pb.ViewRequest(state=convert.state_to_proto(state))))  # finished, spectator
+    # Requests that once broke the contract (tests/engine/test_service_errors.py has them too).
+    out.append((0, pb.SetupRequest(player_ids=["ann", "bob"], now_ms=2**63 - 1)))
+    playing = next(request for method, request in out if method == 1).state  # type: ignore[attr-defined]
+    for field, value in (("turn_started_at_ms", 2**63 - 1), ("seq", 2**64 - 1), ("round", 2**32 - 1)):
+        broken = pb.TimeoutRequest()
+        broken.state.CopyFrom(playing)
+        setattr(broken.state, field, value)
+        out.append((3, broken))
+    broken = pb.TimeoutRequest()
+    broken.state.CopyFrom(playing)
+    broken.state.seats[-1].lives_lost = 2**32 - 1
+    out.append((3, broken))
     return out
 
 

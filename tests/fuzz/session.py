@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import atheris
 
-from tests.fuzz.common import require, require_reason
+from tests.fuzz.common import mutate_wire, require, require_reason
 
 atheris.enabled_hooks.add("str")
 
@@ -217,6 +217,29 @@ def TestOneInput(data: bytes) -> None:
         return
     _walk(request)
     _documents(request)
+
+
+# Half the mutations are structure-aware for the request forms (tests.fuzz.common.mutate_wire).
+STRINGS: Final = (
+    "",
+    ROOM_ID,
+    f"{ROOM_ID}.{'s' * 43}",
+    f"{ROOM_ID}.short",
+    list_key(NOW_MS, ROOM_ID),
+    "ko",
+    "en;q=0.5",
+    "r-1",
+    "지호",
+    " ",
+    "x" * 25,
+)
+
+
+def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
+    form = data[0] % (len(PARSERS) + STRING_FORMS) if data else len(PARSERS)
+    method = SERVICE.methods[form] if form < len(PARSERS) else None
+    request_type = GetMessageClass(method.input_type) if method is not None else None
+    return mutate_wire(data, max_size, seed, request_type, STRINGS)
 
 
 def _example(method: str) -> Message:
