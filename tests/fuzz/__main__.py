@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -66,9 +68,18 @@ def main(argv: list[str]) -> int:
     options = {}
     if hasattr(harness, "custom_mutator"):  # structure-aware mutations (libFuzzer's half of the time)
         options["custom_mutator"] = harness.custom_mutator
-    atheris.Setup([f"tests.fuzz {target}", *args, *extra], harness.TestOneInput, **options)
-    atheris.Fuzz()  # exits the process with libFuzzer's status
-    return 0
+    # libFuzzer ends the process with C's exit(), past Python's clean-up: it runs in a child, and
+    # this process removes the temporary seeds and dictionary after it and passes on its status.
+    child = os.fork()
+    if child == 0:
+        atheris.Setup([f"tests.fuzz {target}", *args, *extra], harness.TestOneInput, **options)
+        atheris.Fuzz()
+        os._exit(0)  # not reached: Fuzz() exits
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: libFuzzer prints its stats and stops
+    _, status = os.waitpid(child, 0)
+    work.cleanup()
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
 
 
 if __name__ == "__main__":
