@@ -47,6 +47,7 @@ class Undecodable:
     """Stands in for a request whose bytes do not parse, so the handler can refuse it properly."""
 
     error: str
+    size: int = 0  # the request's bytes, for callers that limit sizes
 
 
 def lenient(message_type: type[Message]) -> Callable[[bytes], Message | Undecodable]:
@@ -56,7 +57,7 @@ def lenient(message_type: type[Message]) -> Callable[[bytes], Message | Undecoda
         try:
             return message_type.FromString(data)
         except DecodeError as exc:
-            return Undecodable(str(exc))
+            return Undecodable(str(exc), len(data))
 
     return parse
 

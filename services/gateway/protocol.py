@@ -41,6 +41,7 @@ __all__ = [
     "reply_id_of",
     "schema",
     "server_validator",
+    "short_detail",
 ]
 
 PROTOCOL_VERSION = 1
@@ -207,7 +208,8 @@ def reply_id_of(raw: object) -> JsonId | None:
     return None
 
 
-def _short(text: str) -> str:
+def short_detail(text: str) -> str:
+    """``text`` cut to fit an error's metadata value."""
     return text if len(text) <= MAX_METADATA_VALUE else text[: MAX_METADATA_VALUE - 1] + "…"
 
 
@@ -230,7 +232,7 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     except (ValueError, RecursionError) as exc:
         # ValueError, not only JSONDecodeError: an integer of more than 4300 digits is refused by
         # int() (sys.get_int_max_str_digits), reachable when --max-message-bytes is above that.
-        raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"not JSON: {exc}")}) from None
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": short_detail(f"not JSON: {exc}")}) from None
     if not isinstance(raw, dict):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "a message must be a JSON object"})
     reply_id = reply_id_of(raw)
@@ -245,19 +247,19 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     if not isinstance(kind, str):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "missing string field 'type'"}, reply_id)
     if kind not in CLIENT_TYPES:
-        raise ProtocolError("UNKNOWN_TYPE", {"type": _short(kind)}, reply_id)
+        raise ProtocolError("UNKNOWN_TYPE", {"type": short_detail(kind)}, reply_id)
     error = _schema_error(kind, raw)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
-        raise ProtocolError("MALFORMED_MESSAGE", {"detail": _short(f"{where}: {error.message}")}, reply_id)
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": short_detail(f"{where}: {error.message}")}, reply_id)
     try:
         return client_from_json(raw), reply_id
     except RuleError as exc:  # an option the engine refuses although the schema let it pass
-        meta = {k: _short(v) for k, v in exc.meta.items()}
+        meta = {k: short_detail(v) for k, v in exc.meta.items()}
         raise ProtocolError(exc.reason.value, meta, reply_id) from None
 
 
 def clean_metadata(metadata: dict[str, str]) -> dict[str, str]:
     """At most 20 keys, each value at most 200 characters (the schema's error limits)."""
     items = list(metadata.items())[:MAX_METADATA_KEYS]
-    return {str(k): _short(str(v)) for k, v in items}
+    return {str(k): short_detail(str(v)) for k, v in items}

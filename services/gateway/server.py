@@ -22,7 +22,7 @@ import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import grpc
 import grpc.aio
@@ -37,6 +37,7 @@ from services.common.config import add_env_argument
 from services.common.grpcclient import create_channel
 from services.common.grpcserver import HealthServicer, create_server
 from services.common.interceptors import CanonicalLogInterceptor
+from services.common.lenient import Undecodable, lenient
 from services.common.logging import get_logger
 from services.common.metrics import start_metrics_server
 from services.common.runner import add_service_flags, run_service
@@ -45,7 +46,7 @@ from services.gateway.convert import JsonId, server_bytes
 from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.protocol import ProtocolError, parse_text
+from services.gateway.protocol import ProtocolError, parse_text, short_detail
 from services.gateway.relay import PlayRelay, SessionRelay
 
 __all__ = ["GATEWAY_SERVICE_NAME", "Gateway", "RunningGateway", "add_parser", "start_gateway"]
@@ -273,7 +274,7 @@ class Gateway:
 
     async def connect(
         self,
-        requests: AsyncIterator[gw.ConnectRequest],
+        requests: AsyncIterator[gw.ConnectRequest | Undecodable],
         context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse],
     ) -> None:
         if self.draining:
@@ -285,7 +286,10 @@ class Gateway:
 
         async def read() -> None:
             async for request in requests:
-                await connection.on_frame(request.ByteSize(), functools.partial(_parse_grpc, request))
+                if isinstance(request, Undecodable):
+                    await connection.on_frame(request.size, functools.partial(_refuse_undecodable, request))
+                else:
+                    await connection.on_frame(request.ByteSize(), functools.partial(_parse_grpc, request))
                 if connection.closed.is_set():
                     return
 
@@ -304,16 +308,33 @@ def _refuse_binary() -> tuple[gw.ClientMessage, JsonId | None]:
     raise ProtocolError("MALFORMED_MESSAGE", {"detail": "binary frames are not accepted; send JSON text"})
 
 
+def _refuse_undecodable(request: Undecodable) -> tuple[gw.ClientMessage, JsonId | None]:
+    # The gRPC twin of a WebSocket frame that is not JSON: refused, and the stream goes on.
+    raise ProtocolError("MALFORMED_MESSAGE", {"detail": short_detail(f"not a ConnectRequest: {request.error}")})
+
+
 class _GatewayServicer(gw_grpc.GatewayServiceServicer):
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
 
     async def Connect(  # type: ignore[override]
         self,
-        request_iterator: AsyncIterator[gw.ConnectRequest],
+        request_iterator: AsyncIterator[gw.ConnectRequest | Undecodable],
         context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse],
     ) -> None:
         await self.gateway.connect(request_iterator, context)
+
+
+def _gateway_handler(servicer: _GatewayServicer) -> grpc.GenericRpcHandler[Any, Any]:
+    """GatewayService with a request parser that never fails: grpc would end the call INTERNAL on
+    bytes that do not parse (the generated ``add_*_to_server`` uses plain ``FromString``); here
+    they reach the connection, which refuses them like any malformed frame."""
+    connect = grpc.stream_stream_rpc_method_handler(
+        servicer.Connect,
+        request_deserializer=lenient(gw.ConnectRequest),
+        response_serializer=gw.ConnectResponse.SerializeToString,
+    )
+    return grpc.method_handlers_generic_handler(GATEWAY_SERVICE_NAME, {"Connect": connect})
 
 
 @dataclass
@@ -384,7 +405,7 @@ async def start_gateway(
         # A frame far too large ends the stream (RESOURCE_EXHAUSTED), like close 1009 on a WebSocket.
         options=[("grpc.max_receive_message_length", hard)],
     )
-    gw_grpc.add_GatewayServiceServicer_to_server(_GatewayServicer(gateway), server)
+    server.add_generic_rpc_handlers((_gateway_handler(_GatewayServicer(gateway)),))
     await server.start()
     for name in ("", GATEWAY_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)

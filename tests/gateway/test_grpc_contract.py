@@ -175,6 +175,27 @@ async def test_grpc_refusals_keep_the_stream(channel: grpc.aio.Channel) -> None:
     assert pong.WhichOneof("kind") == "pong"
 
 
+async def test_bytes_that_are_no_connect_request_are_refused_and_the_stream_goes_on(
+    channel: grpc.aio.Channel,
+) -> None:
+    # A client whose encoder is broken: grpc itself would end the call INTERNAL before the
+    # gateway saw it. It is a malformed frame like a WebSocket text that is not JSON.
+    call = channel.stream_stream(
+        f"/{GATEWAY_SERVICE_NAME}/Connect",
+        request_serializer=lambda data: data,
+        response_deserializer=gw.ConnectResponse.FromString,
+    )()
+    stream = Stream(call)
+    await call.write(b"\xff\xff\xff")  # a truncated varint tag: no protobuf message
+    refused = await stream.next()
+    assert refused.error.reason == "MALFORMED_MESSAGE" and not refused.error.fatal
+    assert refused.error.message == "메시지 형식이 올바르지 않아요"
+    assert refused.error.metadata["detail"].startswith("not a ConnectRequest")
+    await call.write(gw.ConnectRequest(message=gw.ClientMessage(id="ping", ping=gw.Ping())).SerializeToString())
+    pong = await stream.until(lambda m: m.id == "ping")
+    assert pong.WhichOneof("kind") == "pong"
+
+
 async def test_health_reports_the_gateway_service(channel: grpc.aio.Channel) -> None:
     health = health_pb2_grpc.HealthStub(channel)
     answer = await health.Check(health_pb2.HealthCheckRequest(service=GATEWAY_SERVICE_NAME))

@@ -88,7 +88,7 @@ def _reference_outcome(raw: dict[str, Any]) -> tuple[str, str] | str:
     error = jsonschema.exceptions.best_match(protocol._validator(raw["type"]).iter_errors(raw))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
-        return ("MALFORMED_MESSAGE", protocol._short(f"{where}: {error.message}"))
+        return ("MALFORMED_MESSAGE", protocol.short_detail(f"{where}: {error.message}"))
     try:
         return str(client_from_json(raw))
     except RuleError as exc:
