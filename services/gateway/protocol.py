@@ -251,7 +251,9 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     error = _schema_error(kind, raw)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
-        raise ProtocolError("MALFORMED_MESSAGE", {"detail": short_detail(f"{where}: {error.message}")}, reply_id)
+        raise ProtocolError(
+            "MALFORMED_MESSAGE", {"detail": short_detail(f"{where}: {error.message}")}, reply_id
+        )
     try:
         return client_from_json(raw), reply_id
     except RuleError as exc:  # an option the engine refuses although the schema let it pass

@@ -310,7 +310,9 @@ def _refuse_binary() -> tuple[gw.ClientMessage, JsonId | None]:
 
 def _refuse_undecodable(request: Undecodable) -> tuple[gw.ClientMessage, JsonId | None]:
     # The gRPC twin of a WebSocket frame that is not JSON: refused, and the stream goes on.
-    raise ProtocolError("MALFORMED_MESSAGE", {"detail": short_detail(f"not a ConnectRequest: {request.error}")})
+    raise ProtocolError(
+        "MALFORMED_MESSAGE", {"detail": short_detail(f"not a ConnectRequest: {request.error}")}
+    )
 
 
 class _GatewayServicer(gw_grpc.GatewayServiceServicer):
