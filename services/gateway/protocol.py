@@ -37,6 +37,7 @@ __all__ = [
     "ProtocolError",
     "client_validator",
     "gateway_message",
+    "message_validator",
     "parse_text",
     "reply_id_of",
     "schema",
@@ -105,7 +106,8 @@ def _target(ref: str) -> dict[str, Any]:
 
 
 @cache
-def _validator(ref: str) -> jsonschema.protocols.Validator:
+def message_validator(ref: str) -> jsonschema.protocols.Validator:
+    """The reference validator for one definition, ``#/$defs/<ref>`` (a message type or a kind)."""
     root = _target(ref)
     cls = jsonschema.validators.validator_for(root)
     return cls(root, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
@@ -178,19 +180,19 @@ def _schema_error(kind: str, raw: dict[str, Any]) -> jsonschema.ValidationError 
         else:
             return None
     error: jsonschema.ValidationError | None = jsonschema.exceptions.best_match(
-        _validator(kind).iter_errors(raw)
+        message_validator(kind).iter_errors(raw)
     )
     return error
 
 
 def server_validator() -> jsonschema.protocols.Validator:
     """A validator for server messages (``#/$defs/ServerMessage``); tests check every frame with it."""
-    return _validator("ServerMessage")
+    return message_validator("ServerMessage")
 
 
 def client_validator() -> jsonschema.protocols.Validator:
     """A validator for client messages (``#/$defs/ClientMessage``): what the web table sends, in tests."""
-    return _validator("ClientMessage")
+    return message_validator("ClientMessage")
 
 
 def reply_id_of(raw: object) -> JsonId | None:

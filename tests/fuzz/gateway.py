@@ -24,13 +24,12 @@ fast tier may be stricter, never laxer. Anything else raised is a crash.
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 from typing import Any, Final
 
 import atheris
 
 from tests.fuzz.common import require, require_reason, wild_json
+from tests.gateway.doc_examples import doc_examples
 
 # startswith/endswith operands go to libFuzzer as comparison hints. (The "RegEx" hook is left off:
 # it proxies every pattern of every library, and the schema's patterns get sample strings below.)
@@ -50,27 +49,19 @@ with atheris.instrument_imports(include=["services"]):
         GATEWAY_TEXTS,
         ProtocolError,
         client_validator,
+        message_validator,
         parse_text,
         reply_id_of,
         schema,
     )
     from services.gateway.server import _parse_grpc
 
-DOC: Final = Path(__file__).resolve().parents[2] / "docs" / "client-protocol.md"
-_BLOCK: Final = re.compile(r"^```json (client|invalid)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 DEFS: Final[dict[str, Any]] = schema()["$defs"]
 CLIENT_KINDS: Final = sorted(CLIENT_TYPES)
 ARGS: Final = ["-max_len=8192"]  # twice the default frame limit (--max-message-bytes can raise it)
 
 
-def _error_validator() -> Any:
-    root = dict(schema())
-    root.pop("oneOf", None)
-    root["$ref"] = "#/$defs/error"
-    return jsonschema.Draft202012Validator(root)
-
-
-ERROR_FRAME: Final = _error_validator()
+ERROR_FRAME: Final = message_validator("error")
 CLIENT_FRAME: Final = client_validator()
 
 
@@ -89,9 +80,10 @@ class _Unsent:
 CONNECTION: Final = Connection(_Unsent(), None, Limits(), GatewayMetrics.create(None))  # type: ignore[arg-type]
 
 
-def _doc_frames() -> list[tuple[str, Any]]:
-    """The documented client messages and refused ones: (kind, parsed JSON)."""
-    return [(kind, json.loads(body)) for kind, body in _BLOCK.findall(DOC.read_text(encoding="utf-8"))]
+def _doc_frames() -> list[Any]:
+    """The documented client messages and refused ones."""
+    examples = doc_examples()
+    return [*examples["client"], *examples["invalid"]]
 
 
 def _samples() -> dict[str, list[str]]:
@@ -109,7 +101,7 @@ def _samples() -> dict[str, list[str]]:
             for item in node:
                 walk(item)
 
-    for _, frame in _doc_frames():
+    for frame in _doc_frames():
         walk(frame)
     return found
 
@@ -264,7 +256,7 @@ def seeds() -> list[bytes]:
     """The documented frames (valid and refused) as text, and the valid ones as gRPC requests."""
     out = [b"\x01" + bytes(range(64)), b"\x01" + b"\xff" * 64]
     out += [b"\x00" + frame.encode() for frame in REGRESSIONS]
-    for _, frame in _doc_frames():
+    for frame in _doc_frames():
         text = json.dumps(frame, ensure_ascii=False)
         out.append(b"\x00" + text.encode("utf-8"))
         try:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -23,12 +21,9 @@ from services.engine.rules import RuleError
 from services.gateway import protocol
 from services.gateway.convert import CLIENT_TYPES, client_from_json
 from services.gateway.protocol import ProtocolError, parse_text
+from tests.gateway.doc_examples import doc_examples
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "client-protocol.md"
-CLIENT_BLOCK = re.compile(r"^```json client\n(.*?)^```", re.MULTILINE | re.DOTALL)
-EXAMPLES: list[dict[str, Any]] = [
-    json.loads(body) for body in CLIENT_BLOCK.findall(DOC.read_text(encoding="utf-8"))
-]
+EXAMPLES: list[dict[str, Any]] = doc_examples()["client"]
 
 scalars = st.one_of(
     st.none(),
@@ -85,7 +80,7 @@ def mutated_messages(draw: st.DrawFn) -> dict[str, Any]:
 
 def _reference_outcome(raw: dict[str, Any]) -> tuple[str, str] | str:
     """What parse_text answered before the fast tier: jsonschema's best match, or the message."""
-    error = jsonschema.exceptions.best_match(protocol._validator(raw["type"]).iter_errors(raw))
+    error = jsonschema.exceptions.best_match(protocol.message_validator(raw["type"]).iter_errors(raw))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
         return ("MALFORMED_MESSAGE", protocol.short_detail(f"{where}: {error.message}"))

@@ -24,13 +24,11 @@ from services.engine.rules.game import apply, setup, timeout_action
 from services.engine.rules.options import Options
 from services.engine.rules.state import Audience, Event, GameState, Phase
 from services.engine.rules.view import player_view
+from tests.gateway.doc_examples import DOC, doc_examples
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "client-protocol.md"
 SCHEMA_PATH = ROOT / "services" / "gateway" / "schema" / "client-protocol.schema.json"
 STATIC = ROOT / "services" / "gateway" / "static"
-
-BLOCK = re.compile(r"^```json (client|server|invalid)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
@@ -47,14 +45,7 @@ EVENT = _validator("event")  # single-branch validators keep the whole-game chec
 VIEW = _validator("view")
 
 
-def _doc_examples() -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {"client": [], "server": [], "invalid": []}
-    for kind, body in BLOCK.findall(DOC.read_text(encoding="utf-8")):
-        found[kind].append(json.loads(body))
-    return found
-
-
-EXAMPLES = _doc_examples()
+EXAMPLES = doc_examples()
 
 
 def _types_in(union: str) -> set[str]:
