@@ -351,9 +351,13 @@ class Client:
 
     async def reconnect(self) -> None:
         """Drop the socket without a goodbye and resume from the last seq seen."""
+        if self._play_timer is not None:
+            # Still thinking: close() cancels the play, so the resumed view's move is planned again.
+            # A move whose play was already sent stays planned: the resume's view may come from
+            # before that play landed, and a second play of the move would be refused VIEW_OUTDATED.
+            self._planned_move = None
         self.close()
         self.tally.reconnects += 1
-        self._planned_move = None
         resuming = self._resuming = (self._loop or asyncio.get_running_loop()).create_future()
         try:
             await self.connect()
