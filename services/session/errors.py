@@ -36,6 +36,7 @@ REASONS: dict[str, tuple[grpc.StatusCode, str, str]] = {
         "client_seq must be 1 or more",
     ),
     "INVALID_PAGE_TOKEN": (S.INVALID_ARGUMENT, "페이지 정보가 올바르지 않아요", "Invalid page token"),
+    "INVALID_PHASE": (S.INVALID_ARGUMENT, "방 상태 값이 올바르지 않아요", "Unknown room phase"),
     "STALE": (
         S.ABORTED,
         "이미 처리한 요청보다 오래된 요청이에요",

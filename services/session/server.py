@@ -122,7 +122,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def ListRooms(self, request: pb.ListRoomsRequest, context: Context) -> pb.ListRoomsResponse:
         try:
-            return await self.rooms.list_rooms(request.page_size, request.page_token)
+            return await self.rooms.list_rooms(request.page_size, request.page_token, request.phase)
         except ServiceError as err:
             await self._refuse(context, err)
 

@@ -58,6 +58,7 @@ from services.session import rooms
 from services.session.bots import bot_action
 from services.session.errors import session_error
 from services.session.store.base import (
+    LISTED_PHASES,
     EventsTrimmed,
     InvalidStoreInput,
     RoomAlreadyExists,
@@ -643,13 +644,22 @@ class RoomService:
     async def get_room(self, room_id: str) -> pb.GetRoomResponse:
         return pb.GetRoomResponse(room=rooms.public_room((await self.load(room_id, fresh=True)).doc))
 
-    async def list_rooms(self, page_size: int, page_token: str) -> pb.ListRoomsResponse:
+    async def list_rooms(
+        self, page_size: int, page_token: str, phase: pb.RoomPhase.ValueType = pb.ROOM_PHASE_UNSPECIFIED
+    ) -> pb.ListRoomsResponse:
+        """Newest first: the lobby and running games, or the one ``phase`` asked for."""
         size = page_size or 20
         if not 1 <= size <= 100:
             raise session_error("INVALID_PAGE_TOKEN", pageSize=page_size)
+        if phase == pb.ROOM_PHASE_UNSPECIFIED:
+            phases = LISTED_PHASES
+        elif phase in rooms.PHASE_NAMES:
+            phases = frozenset({rooms.PHASE_NAMES[phase]})
+        else:
+            raise session_error("INVALID_PHASE", phase=int(phase))
         try:
             records, next_token = await self._store_call(
-                "list", self.store.list_rooms(phase="lobby", page_size=size, page_token=page_token)
+                "list", self.store.list_rooms(phases=phases, page_size=size, page_token=page_token)
             )
         except InvalidStoreInput:
             raise session_error("INVALID_PAGE_TOKEN") from None

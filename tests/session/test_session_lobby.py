@@ -161,34 +161,74 @@ async def test_unknown_rooms_and_tokens(make_stack: MakeStack) -> None:
     )
 
 
-async def test_list_rooms_pages_through_every_open_room_once(make_stack: MakeStack) -> None:
+async def _list_all(stack: Stack, phase: int = pb.ROOM_PHASE_UNSPECIFIED, size: int = 10) -> list[list[str]]:
+    pages: list[list[str]] = []
+    token = ""
+    while True:
+        page = await stack.stub.ListRooms(pb.ListRoomsRequest(page_size=size, page_token=token, phase=phase))
+        pages.append([r.room_id for r in page.rooms])
+        token = page.next_page_token
+        if not token:
+            return pages
+        assert len(pages) < 20, "pagination must end"
+
+
+async def test_list_rooms_pages_newest_first_through_waiting_rooms_and_running_games(
+    make_stack: MakeStack,
+) -> None:
     stack = await make_stack()
-    created = await asyncio.gather(*(_room(stack, name=f"방{i}") for i in range(25)))
-    lobby_ids = {c.room.room_id for c in created}
+    created = [await _room(stack, name=f"방{i}") for i in range(25)]
     started_ids = set()
-    for host in created[:3]:  # start three of them: they leave the list
+    for host in created[:3]:  # three of them start: they stay listed, to be watched
         await stack.stub.AddBot(pb.AddBotRequest(token=host.seat_token))
         await stack.stub.StartGame(pb.StartGameRequest(token=host.seat_token))
         started_ids.add(host.room.room_id)
-    lobby_ids -= started_ids
+    newest_first = [c.room.room_id for c in sorted(created, key=lambda c: c.room.created_at_ms, reverse=True)]
 
     pages: list[list[str]] = []
     token = ""
     while True:
         page = await stack.stub.ListRooms(pb.ListRoomsRequest(page_size=10, page_token=token))
         pages.append([r.room_id for r in page.rooms])
-        assert all(r.phase == pb.ROOM_PHASE_LOBBY for r in page.rooms)
-        assert all(not r.HasField("options") or r.max_seats == 4 for r in page.rooms)
+        for r in page.rooms:
+            expected = pb.ROOM_PHASE_PLAYING if r.room_id in started_ids else pb.ROOM_PHASE_LOBBY
+            assert r.phase == expected and r.max_seats == 4
+        assert [r.created_at_ms for r in page.rooms] == sorted(
+            (r.created_at_ms for r in page.rooms), reverse=True
+        )
         token = page.next_page_token
         if not token:
             break
+        await _room(stack, name="새방")  # created between pages: on a new first page, not on these
         assert len(pages) < 10, "pagination must end"
     listed = [room_id for page in pages for room_id in page]
-    assert [len(p) for p in pages] == [10, 10, 2]
+    assert [len(p) for p in pages] == [10, 10, 5]
     assert len(listed) == len(set(listed)), "no room twice"
-    assert set(listed) == lobby_ids
+    assert set(listed) == set(newest_first)
+    assert [r for r in listed if r in newest_first] == [r for r in newest_first if r in listed]
     default_page = await stack.stub.ListRooms(pb.ListRoomsRequest())
     assert len(default_page.rooms) == 20 and default_page.next_page_token
+    assert default_page.rooms[0].seats[0].name == "새방"
+
+    lobby = [r for page in await _list_all(stack, pb.ROOM_PHASE_LOBBY) for r in page]
+    playing = [r for page in await _list_all(stack, pb.ROOM_PHASE_PLAYING) for r in page]
+    assert set(playing) == started_ids and not set(lobby) & started_ids and len(lobby) == 22 + 2
+    assert await _list_all(stack, pb.ROOM_PHASE_FINISHED) == [[]]
+    await refused(
+        stack.stub.ListRooms(pb.ListRoomsRequest(phase=9)),  # type: ignore[arg-type]
+        C.INVALID_ARGUMENT,
+        "INVALID_PHASE",
+    )
+
+
+async def test_a_new_room_is_listed_first_after_many_abandoned_ones(make_stack: MakeStack) -> None:
+    stack = await make_stack()
+    for i in range(55):  # each closed browser tab in the lobby left one of these
+        await _room(stack, name=f"버려진{i}")
+    fresh = await _room(stack, name="새방")
+    page = await stack.stub.ListRooms(pb.ListRoomsRequest(page_size=50))  # what the gateway asks for
+    assert page.rooms[0].room_id == fresh.room.room_id
+    assert len(page.rooms) == 50 and page.next_page_token
 
 
 async def test_leaving_the_lobby_frees_the_seat_and_passes_the_host_on(make_stack: MakeStack) -> None:

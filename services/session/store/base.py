@@ -11,17 +11,29 @@ claimed.  ``claim_due`` takes rooms whose due-at has passed and pushes it to ``n
 puts it back to the record's new deadline (dropping the claim); ``release`` gives it back unchanged.
 
 Page tokens of ``list_rooms`` are the same in both implementations: ``"<created_at_ms:015d>:<room_id>"``
-of the last room returned (rooms are listed oldest first, ties broken by room id).
+of the last room returned (rooms are listed newest first, ties broken by room id, descending too).  The
+next page holds the rooms whose key is below the token's, so a room created between two pages (its
+key is above every token handed out) never shifts, repeats or hides an older one.
+
+Expiry: ``idle_rooms`` finds the rooms of a phase that nothing changed since a cutoff (oldest change
+first, from a cursor of the same shape: ``"<updated_at_ms:015d>:<room_id>"``), and ``delete_room``
+removes one room with its events and deadline, only if its version is still the one the caller
+checked: of several replicas sweeping the same store, exactly one deletes each room, and a room that
+changed after it was picked stays.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 PHASES: Final = frozenset({"lobby", "playing", "finished"})
+# What the lobby lists unless asked for one phase: rooms to join and games to watch.
+LISTED_PHASES: Final = frozenset({"lobby", "playing"})
+# Phases ``idle_rooms`` can search (a running game always has a deadline; it is never idle).
+IDLE_PHASES: Final = frozenset({"lobby", "finished"})
 AUDIENCES: Final = frozenset({"all", "only", "except"})
 ROOM_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # created_at_ms is zero-padded to this width in list keys so that lexical order equals numeric order.
@@ -136,9 +148,24 @@ class RoomStore(Protocol):
         ...
 
     async def list_rooms(
-        self, *, phase: str | None, page_size: int, page_token: str
+        self, *, phases: Collection[str], page_size: int, page_token: str
     ) -> tuple[list[RoomRecord], str]:
-        """One page of rooms (oldest first), optionally of one phase, and the next token ("" = last page)."""
+        """One page of the rooms in ``phases`` (newest first) and the next token ("" = last page)."""
+        ...
+
+    async def idle_rooms(
+        self, *, phase: str, updated_before_ms: int, after: str, limit: int
+    ) -> list[RoomRecord]:
+        """Rooms of ``phase`` (one of ``IDLE_PHASES``) last changed at or before ``updated_before_ms``,
+        least recently changed first, starting past the cursor ``after`` (``idle_key`` of the last one
+        seen; "" = from the start), at most ``limit``."""
+        ...
+
+    async def delete_room(self, room_id: str, expected_version: int) -> bool:
+        """Delete the room, its events and its deadline if its version is ``expected_version``.
+
+        True if this call deleted it; False (nothing written) when the room changed or is gone.
+        """
         ...
 
     async def count_rooms(self) -> dict[str, int]:
@@ -184,6 +211,8 @@ def check_record(record: RoomRecord) -> None:
         )
     if not 0 <= record.created_at_ms < 10**CREATED_AT_DIGITS:
         raise InvalidStoreInput(f"created_at_ms out of range: {record.created_at_ms}")
+    if not 0 <= record.updated_at_ms < 10**CREATED_AT_DIGITS:
+        raise InvalidStoreInput(f"updated_at_ms out of range: {record.updated_at_ms}")
     if not isinstance(record.data, bytes):
         raise InvalidStoreInput("data must be bytes")
     if record.deadline_ms is not None and record.deadline_ms < 0:
@@ -233,15 +262,40 @@ def check_claim_args(owner: str, lease_ms: int, limit: int) -> None:
         raise InvalidStoreInput(f"limit must be >= 1, got {limit}")
 
 
-def check_list_args(phase: str | None, page_size: int) -> None:
-    if phase is not None and phase not in PHASES:
-        raise InvalidStoreInput(f"phase filter must be one of {sorted(PHASES)} or None, got {phase!r}")
+def check_list_args(phases: Collection[str], page_size: int) -> list[str]:
+    """The phase filter as a sorted list (one query per phase); refuses an empty or unknown one."""
+    if isinstance(phases, str) or not phases or not set(phases) <= PHASES:
+        raise InvalidStoreInput(f"phases must be a non-empty subset of {sorted(PHASES)}, got {phases!r}")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise InvalidStoreInput(f"page_size must be within 1..{MAX_PAGE_SIZE}, got {page_size}")
+    return sorted(set(phases))
+
+
+def check_idle_args(phase: str, updated_before_ms: int, after: str, limit: int) -> tuple[int, str] | None:
+    """Validate ``idle_rooms``' arguments; the cursor as ``(updated_at_ms, room_id)`` or None."""
+    if phase not in IDLE_PHASES:
+        raise InvalidStoreInput(f"idle phase must be one of {sorted(IDLE_PHASES)}, got {phase!r}")
+    if not 0 <= updated_before_ms < 10**CREATED_AT_DIGITS - 1:
+        raise InvalidStoreInput(f"updated_before_ms out of range: {updated_before_ms}")
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidStoreInput(f"limit must be within 1..{MAX_PAGE_SIZE}, got {limit}")
+    return parse_page_token(after)
+
+
+def newest_first(per_phase: Iterable[Iterable[str]], page_size: int) -> tuple[list[str], str]:
+    """Merge per-phase pages of list keys (each newest first, up to ``page_size + 1`` below the token)
+    into the keys of one page and its next token: the stores read one index per phase and page over
+    their union."""
+    merged = sorted((key for keys in per_phase for key in keys), reverse=True)[: page_size + 1]
+    next_token = merged[page_size - 1] if len(merged) > page_size else ""
+    return merged[:page_size], next_token
 
 
 def list_key(created_at_ms: int, room_id: str) -> str:
-    """Sort key of a room in listings; also the page token pointing just past that room."""
+    """Sort key of a room in listings; also the page token pointing just past that room.
+
+    ``idle_rooms`` cursors have the same shape, with the room's ``updated_at_ms``.
+    """
     return f"{created_at_ms:0{CREATED_AT_DIGITS}d}:{room_id}"
 
 

@@ -4,7 +4,8 @@ Keys (``P`` is the configurable prefix, ``?prefix=`` in the URL; default ``ninet
 
 - ``P room:{room_id}`` — hash: ``v`` (version), ``phase``, ``mode``, ``st``/``sk`` (seats total/taken),
   ``c``/``u`` (created/updated ms), ``data`` (opaque bytes), ``dl`` (deadline ms, "" for none),
-  ``last`` (seq of the last appended event), ``lk`` (the room's listing key, see below).
+  ``last`` (seq of the last appended event), ``lk`` (the room's listing key, see below), ``uk`` (its
+  key in the idle index of its phase, "" for a running game).
 - ``P events:{room_id}`` — stream; event seq N is entry id ``N-0`` with fields ``a`` (audience),
   ``p`` (player id), ``d`` (payload).  Bounded with ``XADD MAXLEN ~ maxlen`` (``?maxlen=``, default
   100000 — far more than one game produces); the oldest retained seq is the first entry's id.
@@ -14,7 +15,15 @@ Keys (``P`` is the configurable prefix, ``?prefix=`` in the URL; default ``ninet
 - ``P deadline`` — hash room_id → current deadline ms (what ``claim_due`` reports).
 - ``P claims`` — hash room_id → owner of the current claim.
 - ``P rooms:all`` and ``P rooms:phase:{phase}`` — sorted sets (all scores 0) of listing keys
-  ``"{created_at_ms:015d}:{room_id}"``, read with ``ZRANGEBYLEX`` for keyset pagination.
+  ``"{created_at_ms:015d}:{room_id}"``, read with ``ZREVRANGEBYLEX`` for keyset pagination (newest first;
+  a listing of several phases merges one read per phase, taken in one ``MULTI``).
+- ``P rooms:idle:lobby`` and ``P rooms:idle:finished`` — sorted sets (scores 0) of
+  ``"{updated_at_ms:015d}:{room_id}"``: the rooms expiry looks at, least recently changed first.
+  Running games are in none (their every move would rewrite it).  Rooms last written by a version
+  without this index join it at their next change.
+
+``delete_room`` removes the hash, the stream, every index entry and the deadline in one script, only
+if the version still matches.
 
 Every write (create, commit, claim, release) is one Lua script, so it is atomic: a commit checks the
 version and the event seq, then writes hash, stream entries, indexes and deadline together, or nothing.
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -38,6 +47,7 @@ import redis.exceptions
 from redis.typing import KeyT, StreamIdT
 
 from services.session.store.base import (
+    CREATED_AT_DIGITS,
     PHASES,
     EventsTrimmed,
     InvalidStoreInput,
@@ -50,12 +60,14 @@ from services.session.store.base import (
     check_claim_args,
     check_commit,
     check_events,
+    check_idle_args,
     check_list_args,
     check_read_limit,
     check_record,
     check_room_id,
     check_seq,
     list_key,
+    newest_first,
     parse_page_token,
 )
 
@@ -72,20 +84,22 @@ _TAIL_READ_CONCURRENCY: Final = 4
 _READER_BACKOFF_MIN_S: Final = 0.05
 _READER_BACKOFF_MAX_S: Final = 2.0
 
-# KEYS: room, stream, due, deadline, claims, rooms:all, rooms:phase:lobby, :playing, :finished
+# KEYS: room, stream, due, deadline, claims, rooms:all, rooms:phase:lobby, :playing, :finished,
+#       rooms:idle:lobby, rooms:idle:finished
 # ARGV: op ("create"|"commit"), room_id, expected_version, version, phase, mode, seats_total, seats_taken,
 #       created_at_ms, updated_at_ms, data, deadline ("" = none), list key, maxlen, n_events,
-#       then per event: seq, audience, player_id, payload
+#       then per event: seq, audience, player_id, payload; last: the idle key
 _WRITE_ROOM_LUA: Final = """
 local room = ARGV[2]
 local phase_index = {lobby = KEYS[7], playing = KEYS[8], finished = KEYS[9]}
+local idle_index = {lobby = KEYS[10], finished = KEYS[11]}
 local n = tonumber(ARGV[15])
 local last = 0
 local old = nil
 if ARGV[1] == 'create' then
   if redis.call('EXISTS', KEYS[1]) == 1 then return {'EXISTS'} end
 else
-  old = redis.call('HMGET', KEYS[1], 'v', 'c', 'last', 'phase', 'lk')
+  old = redis.call('HMGET', KEYS[1], 'v', 'c', 'last', 'phase', 'lk', 'uk')
   if not old[1] then return {'NOTFOUND'} end
   if old[1] ~= ARGV[3] then return {'CONFLICT', old[1]} end
   if old[2] ~= ARGV[9] then return {'CREATED'} end
@@ -93,9 +107,18 @@ else
 end
 if n > 0 and tonumber(ARGV[16]) ~= last + 1 then return {'SEQ', tostring(last)} end
 -- every check passed: from here on nothing can fail half-way
-if old then redis.call('ZREM', phase_index[old[4]], old[5]) end
+if old then
+  redis.call('ZREM', phase_index[old[4]], old[5])
+  if old[6] and old[6] ~= '' and idle_index[old[4]] then redis.call('ZREM', idle_index[old[4]], old[6]) end
+end
+local idle_key = ''
+if idle_index[ARGV[5]] then
+  idle_key = ARGV[#ARGV]
+  redis.call('ZADD', idle_index[ARGV[5]], 0, idle_key)
+end
 redis.call('HSET', KEYS[1], 'v', ARGV[4], 'phase', ARGV[5], 'mode', ARGV[6], 'st', ARGV[7], 'sk', ARGV[8],
-  'c', ARGV[9], 'u', ARGV[10], 'data', ARGV[11], 'dl', ARGV[12], 'last', tostring(last + n), 'lk', ARGV[13])
+  'c', ARGV[9], 'u', ARGV[10], 'data', ARGV[11], 'dl', ARGV[12], 'last', tostring(last + n), 'lk', ARGV[13],
+  'uk', idle_key)
 redis.call('ZADD', KEYS[6], 0, ARGV[13])
 redis.call('ZADD', phase_index[ARGV[5]], 0, ARGV[13])
 for i = 0, n - 1 do
@@ -141,6 +164,23 @@ if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then
   if deadline then redis.call('ZADD', KEYS[1], deadline, ARGV[1]) end
 end
 return 0
+"""
+
+# KEYS: room, stream, due, deadline, claims, rooms:all, rooms:phase:lobby, :playing, :finished,
+#       rooms:idle:lobby, rooms:idle:finished.  ARGV: room_id, expected_version
+_DELETE_ROOM_LUA: Final = """
+local old = redis.call('HMGET', KEYS[1], 'v', 'phase', 'lk', 'uk')
+if old[1] ~= ARGV[2] then return 0 end
+local phase_index = {lobby = KEYS[7], playing = KEYS[8], finished = KEYS[9]}
+local idle_index = {lobby = KEYS[10], finished = KEYS[11]}
+redis.call('ZREM', KEYS[6], old[3])
+redis.call('ZREM', phase_index[old[2]], old[3])
+if old[4] and old[4] ~= '' and idle_index[old[2]] then redis.call('ZREM', idle_index[old[2]], old[4]) end
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
 """
 
 _RawHash = dict[bytes, bytes]
@@ -325,6 +365,7 @@ class RedisRoomStore:
         self._write_room = client.register_script(_WRITE_ROOM_LUA)
         self._claim = client.register_script(_CLAIM_LUA)
         self._release = client.register_script(_RELEASE_LUA)
+        self._delete = client.register_script(_DELETE_ROOM_LUA)
         self._due_keys = [f"{prefix}due", f"{prefix}deadline", f"{prefix}claims"]
 
     @classmethod
@@ -360,6 +401,20 @@ class RedisRoomStore:
     def _index_key(self, phase: str | None) -> str:
         return f"{self.prefix}rooms:all" if phase is None else f"{self.prefix}rooms:phase:{phase}"
 
+    def _idle_key(self, phase: str) -> str:
+        return f"{self.prefix}rooms:idle:{phase}"
+
+    def _room_keys(self, room_id: str) -> list[str]:
+        """The KEYS of the write and delete scripts."""
+        return [
+            self._room_key(room_id),
+            self._stream_key(room_id),
+            *self._due_keys,
+            self._index_key(None),
+            *(self._index_key(phase) for phase in ("lobby", "playing", "finished")),
+            *(self._idle_key(phase) for phase in ("lobby", "finished")),
+        ]
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreUnavailable("the room store is closed")
@@ -369,13 +424,7 @@ class RedisRoomStore:
     ) -> None:
         self._check_open()
         room_id = record.room_id
-        keys = [
-            self._room_key(room_id),
-            self._stream_key(room_id),
-            *self._due_keys,
-            self._index_key(None),
-            *(self._index_key(phase) for phase in ("lobby", "playing", "finished")),
-        ]
+        keys = self._room_keys(room_id)
         args: list[str | int | bytes] = [
             op,
             room_id,
@@ -395,6 +444,7 @@ class RedisRoomStore:
         ]
         for event in events:
             args.extend((event.seq, event.audience, event.player_id, event.payload))
+        args.append(list_key(record.updated_at_ms, room_id))
         with _unavailable_on_connection_errors():
             reply = await self._write_room(keys=keys, args=args)
         outcome = reply[0].decode()
@@ -524,32 +574,62 @@ class RedisRoomStore:
                 return
 
     async def list_rooms(
-        self, *, phase: str | None, page_size: int, page_token: str
+        self, *, phases: Collection[str], page_size: int, page_token: str
     ) -> tuple[list[RoomRecord], str]:
-        check_list_args(phase, page_size)
+        phase_list = check_list_args(phases, page_size)
         parse_page_token(page_token)
         self._check_open()
-        start = f"({page_token}" if page_token else "-"
+        start = f"({page_token}" if page_token else "+"
         with _unavailable_on_connection_errors():
-            members = cast(
-                list[bytes],
-                await self._redis.zrangebylex(self._index_key(phase), start, "+", start=0, num=page_size + 1),
+            # One MULTI: a room moving from one phase's index to another's is read once.
+            async with self._redis.pipeline(transaction=True) as pipe:
+                for phase in phase_list:
+                    pipe.zrevrangebylex(self._index_key(phase), start, "-", start=0, num=page_size + 1)
+                per_phase = cast(list[list[bytes]], await pipe.execute())
+            keys, next_token = newest_first(
+                ([member.decode() for member in members] for members in per_phase), page_size
             )
-            page = [member.decode() for member in members[:page_size]]
-            room_ids = [member.partition(":")[2] for member in page]
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for room_id in room_ids:
-                    pipe.hgetall(self._room_key(room_id))
-                hashes = cast(list[_RawHash], await pipe.execute())
-        records = [
-            _record_from_hash(room_id, fields)
+            records = await self._load_many([key.partition(":")[2] for key in keys])
+        # A room can change phase or go between the index read and the hash read; keep the filter exact.
+        # The token still comes from the index, so the next page starts at the right place.
+        wanted = set(phase_list)
+        return [record for record in records if record is not None and record.phase in wanted], next_token
+
+    async def _load_many(self, room_ids: Sequence[str]) -> list[RoomRecord | None]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for room_id in room_ids:
+                pipe.hgetall(self._room_key(room_id))
+            hashes = cast(list[_RawHash], await pipe.execute())
+        return [
+            _record_from_hash(room_id, fields) if fields else None
             for room_id, fields in zip(room_ids, hashes, strict=True)
-            if fields
         ]
-        # A room can change phase between the index read and the hash read; keep the filter exact.
-        records = [record for record in records if phase is None or record.phase == phase]
-        next_token = page[-1] if len(members) > page_size else ""
-        return records, next_token
+
+    async def idle_rooms(
+        self, *, phase: str, updated_before_ms: int, after: str, limit: int
+    ) -> list[RoomRecord]:
+        check_idle_args(phase, updated_before_ms, after, limit)
+        self._check_open()
+        start = f"({after}" if after else "-"
+        # Every key of a room changed at or before the cutoff sorts below the next millisecond's.
+        end = f"({updated_before_ms + 1:0{CREATED_AT_DIGITS}d}:"
+        with _unavailable_on_connection_errors():
+            reply = await self._redis.zrangebylex(self._idle_key(phase), start, end, start=0, num=limit)
+            members = cast(list[bytes], reply)
+            records = await self._load_many([member.decode().partition(":")[2] for member in members])
+        # The index and the hash are read apart: keep only what still matches.
+        return [
+            record
+            for record in records
+            if record is not None and record.phase == phase and record.updated_at_ms <= updated_before_ms
+        ]
+
+    async def delete_room(self, room_id: str, expected_version: int) -> bool:
+        check_room_id(room_id)
+        self._check_open()
+        with _unavailable_on_connection_errors():
+            deleted = await self._delete(keys=self._room_keys(room_id), args=[room_id, expected_version])
+        return bool(deleted)
 
     async def count_rooms(self) -> dict[str, int]:
         self._check_open()

@@ -6,8 +6,11 @@ Tables (schema version kept in ``schema_migrations``; ``MIGRATIONS`` are applied
   ``last_seq`` (seq of the last appended event), ``due_at_ms`` (deadline while unclaimed, lease expiry
   while claimed, NULL without a deadline) and ``claim_owner``.
   Indexes: ``rooms_due`` on ``due_at_ms`` (claims, next deadline), ``rooms_by_phase`` on
-  ``(phase, created_at_ms, room_id)`` and ``rooms_by_created`` on ``(created_at_ms, room_id)`` (listing).
-- ``events``: ``(room_id, seq)`` primary key, ``audience``, ``player_id``, ``payload``; never trimmed.
+  ``(phase, created_at_ms, room_id)`` (listing: one backward range per phase) and ``rooms_idle`` on
+  ``(phase, updated_at_ms, room_id)`` for the lobby and finished rooms only (expiry; a running game's
+  every move would otherwise rewrite it).
+- ``events``: ``(room_id, seq)`` primary key, ``audience``, ``player_id``, ``payload``; never trimmed,
+  deleted with their room (``delete_room``).
 
 Durability: the file runs in WAL mode and every write is one ``BEGIN IMMEDIATE`` transaction (record +
 events + deadline together).  ``synchronous=FULL`` is the default: in WAL mode it fsyncs the WAL on each
@@ -46,12 +49,13 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from services.session.store.base import (
+    CREATED_AT_DIGITS,
     PHASES,
     EventsTrimmed,
     InvalidStoreInput,
@@ -65,12 +69,14 @@ from services.session.store.base import (
     check_claim_args,
     check_commit,
     check_events,
+    check_idle_args,
     check_list_args,
     check_read_limit,
     check_record,
     check_room_id,
     check_seq,
     list_key,
+    newest_first,
     parse_page_token,
 )
 
@@ -106,6 +112,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         PRIMARY KEY (room_id, seq)
     ) WITHOUT ROWID;
     """,
+    # 2: expiry's index; listing goes through rooms_by_phase (newest first, per phase)
+    """
+    CREATE INDEX rooms_idle ON rooms (phase, updated_at_ms, room_id) WHERE phase IN ('lobby', 'finished');
+    DROP INDEX rooms_by_created;
+    """,
 )
 
 # The scheduler's queries run on every wake-up (every commit): both must stay on the partial index
@@ -115,6 +126,19 @@ NEXT_DEADLINE_SQL: Final = "SELECT MIN(due_at_ms) FROM rooms WHERE due_at_ms IS 
 CLAIM_DUE_SQL: Final = (
     "SELECT room_id, deadline_ms FROM rooms WHERE due_at_ms IS NOT NULL AND due_at_ms <= ?"
     " ORDER BY due_at_ms, room_id LIMIT ?"
+)
+
+# One phase's page of a listing, newest first, below the page token (the first page starts below
+# (10**15, ""), above every room). It must stay a backward search of rooms_by_phase: no scan, no sort.
+LIST_PHASE_SQL: Final = (
+    "SELECT {columns} FROM rooms WHERE phase = ? AND (created_at_ms, room_id) < (?, ?)"
+    " ORDER BY created_at_ms DESC, room_id DESC LIMIT ?"
+)
+# Expiry's candidates: repeats the partial index's condition so that rooms_idle is usable.
+IDLE_ROOMS_SQL: Final = (
+    "SELECT {columns} FROM rooms WHERE phase IN ('lobby', 'finished') AND phase = ?"
+    " AND (updated_at_ms, room_id) > (?, ?) AND updated_at_ms <= ?"
+    " ORDER BY updated_at_ms, room_id LIMIT ?"
 )
 
 _ROOM_COLUMNS: Final = (
@@ -601,32 +625,63 @@ class SqliteRoomStore:
                 yield event
 
     async def list_rooms(
-        self, *, phase: str | None, page_size: int, page_token: str
+        self, *, phases: Collection[str], page_size: int, page_token: str
     ) -> tuple[list[RoomRecord], str]:
-        check_list_args(phase, page_size)
-        after = parse_page_token(page_token)
-        return await self._run(self._list_sync, phase, page_size, after)
+        phase_list = check_list_args(phases, page_size)
+        before = parse_page_token(page_token) or (10**CREATED_AT_DIGITS, "")
+        return await self._run(self._list_sync, phase_list, page_size, before)
 
     def _list_sync(
-        self, phase: str | None, page_size: int, after: tuple[int, str] | None
+        self, phases: list[str], page_size: int, before: tuple[int, str]
     ) -> tuple[list[RoomRecord], str]:
-        clauses: list[str] = []
-        params: list[object] = []
-        if phase is not None:
-            clauses.append("phase = ?")
-            params.append(phase)
-        if after is not None:
-            clauses.append("(created_at_ms, room_id) > (?, ?)")
-            params.extend(after)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = LIST_PHASE_SQL.format(columns=_ROOM_COLUMNS)
+        conn = self._conn
+        by_key: dict[str, RoomRecord] = {}
+        per_phase: list[list[str]] = []
+        # One read transaction: a room changing phase between the per-phase reads is seen once.
+        conn.execute("BEGIN")
+        try:
+            for phase in phases:
+                records = map(_record_from_row, conn.execute(sql, (phase, *before, page_size + 1)))
+                keyed = {list_key(record.created_at_ms, record.room_id): record for record in records}
+                by_key.update(keyed)
+                per_phase.append(list(keyed))
+        finally:
+            conn.execute("COMMIT")
+        keys, next_token = newest_first(per_phase, page_size)
+        return [by_key[key] for key in keys], next_token
+
+    async def idle_rooms(
+        self, *, phase: str, updated_before_ms: int, after: str, limit: int
+    ) -> list[RoomRecord]:
+        cursor = check_idle_args(phase, updated_before_ms, after, limit) or (-1, "")
+        return await self._run(self._idle_sync, phase, updated_before_ms, cursor, limit)
+
+    def _idle_sync(
+        self, phase: str, updated_before_ms: int, cursor: tuple[int, str], limit: int
+    ) -> list[RoomRecord]:
         rows = self._conn.execute(
-            f"SELECT {_ROOM_COLUMNS} FROM rooms{where} ORDER BY created_at_ms, room_id LIMIT ?",
-            (*params, page_size + 1),
+            IDLE_ROOMS_SQL.format(columns=_ROOM_COLUMNS), (phase, *cursor, updated_before_ms, limit)
         ).fetchall()
-        records = [_record_from_row(row) for row in rows[:page_size]]
-        more = len(rows) > page_size
-        next_token = list_key(records[-1].created_at_ms, records[-1].room_id) if more else ""
-        return records, next_token
+        return [_record_from_row(row) for row in rows]
+
+    async def delete_room(self, room_id: str, expected_version: int) -> bool:
+        check_room_id(room_id)
+        deleted = await self._run(self._delete_sync, room_id, expected_version)
+        if deleted:
+            self._recent.pop(room_id, None)
+        return deleted
+
+    def _delete_sync(self, room_id: str, expected_version: int) -> bool:
+        def body(conn: sqlite3.Connection) -> bool:
+            gone = conn.execute(
+                "DELETE FROM rooms WHERE room_id = ? AND version = ?", (room_id, expected_version)
+            ).rowcount
+            if gone:
+                conn.execute("DELETE FROM events WHERE room_id = ?", (room_id,))
+            return bool(gone)
+
+        return self._write(body)
 
     async def count_rooms(self) -> dict[str, int]:
         return await self._run(self._count_sync)

@@ -8,6 +8,7 @@ import random
 from collections.abc import AsyncGenerator
 
 import pytest
+import redis.asyncio as aioredis
 
 from services.session.store import (
     InvalidStoreInput,
@@ -19,8 +20,9 @@ from services.session.store import (
     StoreUnavailable,
     VersionConflict,
 )
+from services.session.store.base import LISTED_PHASES, list_key
 
-from .conftest import Backend
+from .conftest import REDIS_URL, Backend
 
 
 def room(
@@ -407,20 +409,22 @@ async def test_claim_arguments_are_validated(store: RoomStore) -> None:
 
 # --- listing ----------------------------------------------------------------------------------------------
 
+ALL = frozenset({"lobby", "playing", "finished"})
 
-async def list_all(store: RoomStore, phase: str | None, page_size: int) -> tuple[list[str], int]:
+
+async def list_all(store: RoomStore, phases: frozenset[str], page_size: int) -> tuple[list[str], int]:
     ids: list[str] = []
     token, pages = "", 0
     while True:
-        records, token = await store.list_rooms(phase=phase, page_size=page_size, page_token=token)
+        records, token = await store.list_rooms(phases=phases, page_size=page_size, page_token=token)
         ids.extend(record.room_id for record in records)
         pages += 1
         if not token:
             return ids, pages
 
 
-async def test_list_rooms_paginates_in_creation_order_with_a_phase_filter(store: RoomStore) -> None:
-    specs = [  # (room id, created_at, phase); ties on created_at are ordered by room id
+async def test_list_rooms_paginates_newest_first_with_a_phase_filter(store: RoomStore) -> None:
+    specs = [  # (room id, created_at, phase); ties on created_at are ordered by room id, descending
         ("m", 500, "lobby"),
         ("c", 100, "playing"),
         ("a", 300, "lobby"),
@@ -431,31 +435,153 @@ async def test_list_rooms_paginates_in_creation_order_with_a_phase_filter(store:
     ]
     for room_id, created, phase in specs:
         await store.create_room(room(room_id, created_at_ms=created, phase=phase))
-    assert await list_all(store, None, 3) == (["c", "z", "a", "b", "k", "m", "d"], 3)
-    assert await list_all(store, "lobby", 2) == (["a", "b", "m", "d"], 2)
-    assert await list_all(store, "playing", 10) == (["c", "k"], 1)
-    assert await list_all(store, "finished", 1) == (["z"], 1)
+    assert await list_all(store, ALL, 3) == (["d", "m", "k", "b", "a", "z", "c"], 3)
+    assert await list_all(store, LISTED_PHASES, 2) == (["d", "m", "k", "b", "a", "c"], 3)
+    assert await list_all(store, frozenset({"lobby"}), 2) == (["d", "m", "b", "a"], 2)
+    assert await list_all(store, frozenset({"playing"}), 10) == (["k", "c"], 1)
+    assert await list_all(store, frozenset({"finished"}), 1) == (["z"], 1)
 
-    records, token = await store.list_rooms(phase="lobby", page_size=3, page_token="")
-    assert [r.room_id for r in records] == ["a", "b", "m"] and token
-    assert records[0] == room("a", created_at_ms=300)
+    records, token = await store.list_rooms(phases={"lobby"}, page_size=3, page_token="")
+    assert [r.room_id for r in records] == ["d", "m", "b"] and token
+    assert records[0] == room("d", created_at_ms=900)
 
-    # A room that starts playing leaves the lobby list and joins the playing one.
+    # A room that starts playing stays in the lobby's default list, under its new phase.
     lobby_room = await store.load_room("b")
     assert lobby_room is not None
     await store.commit("b", 1, bump(lobby_room, phase="playing"), [])
-    assert (await list_all(store, "lobby", 2))[0] == ["a", "m", "d"]
-    assert (await list_all(store, "playing", 2))[0] == ["c", "b", "k"]
-    assert (await list_all(store, None, 100))[0] == ["c", "z", "a", "b", "k", "m", "d"]
+    assert (await list_all(store, frozenset({"lobby"}), 2))[0] == ["d", "m", "a"]
+    assert (await list_all(store, frozenset({"playing"}), 2))[0] == ["k", "b", "c"]
+    assert (await list_all(store, LISTED_PHASES, 100))[0] == ["d", "m", "k", "b", "a", "c"]
+    # ... and leaves it once finished.
+    playing = await store.load_room("b")
+    assert playing is not None
+    await store.commit("b", 2, bump(playing, phase="finished"), [])
+    assert (await list_all(store, LISTED_PHASES, 100))[0] == ["d", "m", "k", "a", "c"]
+
+
+async def test_a_new_room_is_on_the_first_page_after_many_old_ones(store: RoomStore) -> None:
+    for index in range(60):  # abandoned waiting rooms and running games, all older
+        phase = "playing" if index % 3 == 0 else "lobby"
+        await store.create_room(room(f"old-{index:02d}", created_at_ms=1_000 + index, phase=phase))
+    await store.create_room(room("fresh", created_at_ms=5_000))
+    records, token = await store.list_rooms(phases=LISTED_PHASES, page_size=50, page_token="")
+    assert records[0].room_id == "fresh" and len(records) == 50 and token
+    assert {r.phase for r in records} == {"lobby", "playing"}
+
+
+async def test_pages_see_every_room_once_while_rooms_are_created(store: RoomStore) -> None:
+    for index in range(25):
+        await store.create_room(room(f"r{index:02d}", created_at_ms=10_000 + index * 10))
+    seen: list[str] = []
+    token, pages = "", 0
+    while True:
+        records, token = await store.list_rooms(phases=LISTED_PHASES, page_size=10, page_token=token)
+        seen.extend(r.room_id for r in records)
+        pages += 1
+        # Between pages: a newer room, and one created in the same millisecond as a listed one.
+        await store.create_room(room(f"new-{pages}", created_at_ms=20_000 + pages))
+        await store.create_room(room(f"r{pages:02d}x", created_at_ms=10_000 + pages * 10))
+        if not token:
+            break
+    assert pages == 3
+    originals = [f"r{index:02d}" for index in reversed(range(25))]
+    assert [room_id for room_id in seen if room_id in originals] == originals, (
+        "each older room once, in order"
+    )
+    assert len(seen) == len(set(seen))
+    assert not any(room_id.startswith("new-") for room_id in seen), "newer rooms belong to a first page"
 
 
 async def test_list_rooms_when_empty_and_with_bad_arguments(store: RoomStore) -> None:
-    assert await store.list_rooms(phase=None, page_size=10, page_token="") == ([], "")
+    assert await store.list_rooms(phases=ALL, page_size=10, page_token="") == ([], "")
     # Fifteen digits, but not ASCII ones: what list_key writes is the only token that parses.
     for bad_token in ("garbage", "12:abc", "000000000000100:bad id", "²" * 15 + ":abc", "١" * 15 + ":abc"):
         with pytest.raises(InvalidStoreInput):
-            await store.list_rooms(phase=None, page_size=10, page_token=bad_token)
+            await store.list_rooms(phases=ALL, page_size=10, page_token=bad_token)
+    for bad_phases in ({"paused"}, set(), "lobby"):
+        with pytest.raises(InvalidStoreInput):
+            await store.list_rooms(phases=bad_phases, page_size=10, page_token="")
     with pytest.raises(InvalidStoreInput):
-        await store.list_rooms(phase="paused", page_size=10, page_token="")
-    with pytest.raises(InvalidStoreInput):
-        await store.list_rooms(phase=None, page_size=0, page_token="")
+        await store.list_rooms(phases=ALL, page_size=0, page_token="")
+
+
+# --- expiry -------------------------------------------------------------------------------------------------
+
+
+async def idle_ids(store: RoomStore, phase: str, before: int, after: str = "", limit: int = 100) -> list[str]:
+    records = await store.idle_rooms(phase=phase, updated_before_ms=before, after=after, limit=limit)
+    return [record.room_id for record in records]
+
+
+async def test_idle_rooms_are_the_least_recently_changed_of_a_phase(store: RoomStore) -> None:
+    # updated_at_ms = created_at_ms + version (see room())
+    for room_id, created, phase in [
+        ("a", 100, "lobby"),
+        ("b", 50, "lobby"),
+        ("c", 10, "playing"),
+        ("d", 70, "finished"),
+    ]:
+        await store.create_room(room(room_id, created_at_ms=created, phase=phase))
+    assert await idle_ids(store, "lobby", 1_000) == ["b", "a"]
+    assert await idle_ids(store, "lobby", 51) == ["b"], "the cutoff is inclusive"
+    assert await idle_ids(store, "lobby", 50) == []
+    assert await idle_ids(store, "finished", 1_000) == ["d"]
+    assert await idle_ids(store, "lobby", 1_000, after=list_key(51, "b")) == ["a"]
+    assert await idle_ids(store, "lobby", 1_000, limit=1) == ["b"]
+    # A change moves the room to the end; a game that starts leaves the lobby's candidates.
+    b = await store.load_room("b")
+    assert b is not None
+    await store.commit("b", 1, bump(b, updated_at_ms=500), [])
+    assert await idle_ids(store, "lobby", 1_000) == ["a", "b"]
+    a = await store.load_room("a")
+    assert a is not None
+    await store.commit("a", 1, bump(a, phase="playing", updated_at_ms=600), [])
+    assert await idle_ids(store, "lobby", 1_000) == ["b"]
+    for bad in ({"phase": "playing"}, {"phase": "lobby", "limit": 0}, {"phase": "lobby", "after": "x"}):
+        args = {"phase": "lobby", "updated_before_ms": 0, "after": "", "limit": 10, **bad}
+        with pytest.raises(InvalidStoreInput):
+            await store.idle_rooms(**args)  # type: ignore[arg-type]
+
+
+async def test_delete_room_removes_it_with_its_events_and_deadline(backend: Backend) -> None:
+    store = backend.open()
+    doomed = room("doomed", deadline_ms=1_000)
+    await store.create_room(doomed, [event(1), event(2)])
+    await store.create_room(room("kept", created_at_ms=1, deadline_ms=2_000), [event(1)])
+    assert not await store.delete_room("doomed", 7), "a stale version deletes nothing"
+    assert await store.load_room("doomed") == doomed
+    assert await store.delete_room("doomed", 1)
+    assert await store.load_room("doomed") is None
+    assert await store.read_events("doomed", 0) == []
+    assert await store.next_deadline_ms() == 2_000
+    assert await store.claim_due(10**6, "A", 1_000, 10) == [("kept", 2_000)]
+    assert (await list_all(store, ALL, 10))[0] == ["kept"]
+    assert await idle_ids(store, "lobby", 10**12) == ["kept"]
+    assert (await store.count_rooms())["lobby"] == 1
+    assert not await store.delete_room("doomed", 1), "already gone"
+    with pytest.raises(RoomNotFound):
+        await store.commit("doomed", 1, bump(doomed), [])
+    # The id is free again, with a log of its own.
+    await store.create_room(room("doomed"), [event(1, b"again")])
+    assert [e.payload for e in await store.read_events("doomed", 0)] == [b"again"]
+    if backend.kind == "redis":
+        client = aioredis.Redis.from_url(REDIS_URL)
+        try:
+            assert await store.delete_room("doomed", 1) and await store.delete_room("kept", 1)
+            prefix = store.prefix  # type: ignore[attr-defined]
+            left = [key async for key in client.scan_iter(match=f"{prefix}*")]
+            # Only the (empty) sorted sets' and hashes' keys could remain, and Redis drops empty ones.
+            assert left == [], left
+        finally:
+            await client.aclose()
+
+
+async def test_racing_replicas_delete_a_room_exactly_once(backend: Backend) -> None:
+    replicas = [backend.open() for _ in range(4)]
+    for index in range(20):
+        await replicas[0].create_room(room(f"r{index}", created_at_ms=index))
+    outcomes = await asyncio.gather(
+        *(replica.delete_room(f"r{index}", 1) for index in range(20) for replica in replicas)
+    )
+    assert sum(outcomes) == 20
+    assert await replicas[1].list_rooms(phases=ALL, page_size=10, page_token="") == ([], "")

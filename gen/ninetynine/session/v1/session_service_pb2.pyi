@@ -478,25 +478,32 @@ Global___GetRoomResponse: _TypeAlias = GetRoomResponse  # noqa: Y015
 
 @_typing.final
 class ListRoomsRequest(_message.Message):
-    """List open rooms."""
+    """List rooms, newest first (by creation time, then room id)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """1..100; 0 = 20."""
     page_token: _builtins.str
-    """From a previous ListRoomsResponse."""
+    """From a previous ListRoomsResponse, with the same phase. The next page holds the rooms created
+    before the last one returned: rooms created meanwhile do not shift it (they are on a new first
+    page), and no room is listed twice.
+    """
+    phase: Global___RoomPhase.ValueType
+    """Only rooms in this phase; unspecified = lobby and playing (finished rooms only when asked for)."""
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        phase: Global___RoomPhase.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "phase", b"phase"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -504,7 +511,7 @@ Global___ListRoomsRequest: _TypeAlias = ListRoomsRequest  # noqa: Y015
 
 @_typing.final
 class ListRoomsResponse(_message.Message):
-    """One page of open rooms."""
+    """One page of rooms."""
 
     DESCRIPTOR: _descriptor.Descriptor
 

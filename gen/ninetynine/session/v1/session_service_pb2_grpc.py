@@ -176,7 +176,7 @@ class SessionServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRooms(self, request, context):
-        """Open rooms (lobby phase), newest first, paginated.
+        """Rooms to join (lobby) and games to watch (playing), newest first, paginated; `phase` picks one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -54,7 +54,7 @@ class SessionServiceStub:
     GetRoom: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetRoomRequest, _session_service_pb2.GetRoomResponse]
     """The room as everyone sees it."""
     ListRooms: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.ListRoomsRequest, _session_service_pb2.ListRoomsResponse]
-    """Open rooms (lobby phase), newest first, paginated."""
+    """Rooms to join (lobby) and games to watch (playing), newest first, paginated; `phase` picks one."""
     Play: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.PlayRequest, _session_service_pb2.PlayResponse]
     """Play a card. Idempotent by client_seq; answers only once the move is durable. With
     expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
@@ -111,7 +111,7 @@ class SessionServiceAsyncStub(SessionServiceStub):
     GetRoom: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetRoomRequest, _session_service_pb2.GetRoomResponse]  # type: ignore[assignment]
     """The room as everyone sees it."""
     ListRooms: _aio.UnaryUnaryMultiCallable[_session_service_pb2.ListRoomsRequest, _session_service_pb2.ListRoomsResponse]  # type: ignore[assignment]
-    """Open rooms (lobby phase), newest first, paginated."""
+    """Rooms to join (lobby) and games to watch (playing), newest first, paginated; `phase` picks one."""
     Play: _aio.UnaryUnaryMultiCallable[_session_service_pb2.PlayRequest, _session_service_pb2.PlayResponse]  # type: ignore[assignment]
     """Play a card. Idempotent by client_seq; answers only once the move is durable. With
     expected_move_seq, refused (ABORTED, VIEW_OUTDATED) once the game has moved past that view.
@@ -213,7 +213,7 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _session_service_pb2.ListRoomsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.ListRoomsResponse, _abc.Awaitable[_session_service_pb2.ListRoomsResponse]]:
-        """Open rooms (lobby phase), newest first, paginated."""
+        """Rooms to join (lobby) and games to watch (playing), newest first, paginated; `phase` picks one."""
 
     @_abc_1.abstractmethod
     def Play(
