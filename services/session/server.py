@@ -40,6 +40,7 @@ from services.engine.handlers import rules_metrics
 from services.engine.local import LOCAL_TARGET, LocalEngine
 from services.session.draining import OpenStreams
 from services.session.errors import DOMAIN
+from services.session.expiry import DEFAULT_FINISHED_RETENTION_S, DEFAULT_LOBBY_IDLE_S, ExpiryPolicy
 from services.session.multiplex import SubscribeMany
 from services.session.playmany import PlayMany, Recorder, play
 from services.session.service import DEFAULT_LEASE_MS, RoomService, SessionMetrics
@@ -205,6 +206,8 @@ def create_session_server(
     time_scale: float = 1.0,
     stream_heartbeat_s: float = 15.0,
     lease_ms: int = DEFAULT_LEASE_MS,
+    lobby_idle_expiry_s: float = DEFAULT_LOBBY_IDLE_S,
+    finished_retention_s: float = DEFAULT_FINISHED_RETENTION_S,
     registry: CollectorRegistry = REGISTRY,
     metrics: SessionMetrics | None = None,
     streams: OpenStreams | None = None,
@@ -234,6 +237,7 @@ def create_session_server(
         time_scale=time_scale,
         stream_heartbeat_s=stream_heartbeat_s,
         lease_ms=lease_ms,
+        expiry_policy=ExpiryPolicy.from_seconds(lobby_idle_expiry_s, finished_retention_s),
     )
     interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
     server, port, health = create_server(
@@ -300,6 +304,8 @@ async def serve_session(args: argparse.Namespace) -> None:
         time_scale=args.turn_time_scale,
         stream_heartbeat_s=args.stream_heartbeat_seconds,
         lease_ms=args.lease_ms,
+        lobby_idle_expiry_s=args.lobby_idle_expiry_seconds,
+        finished_retention_s=args.finished_retention_seconds,
         streams=streams,
     )
     log.info(
@@ -320,6 +326,13 @@ def run_command(args: argparse.Namespace) -> int:
     return run_service(
         "session", lambda: serve_session(args), log_level=args.log_level, usage_errors=(InvalidStoreInput,)
     )
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text!r}")
+    return value
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -366,6 +379,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=int,
         default=DEFAULT_LEASE_MS,
         help="a replica's claim on a due deadline; if it dies while firing, another fires it this much later",
+    )
+    add_env_argument(
+        parser,
+        "--lobby-idle-expiry-seconds",
+        type=_seconds,
+        default=DEFAULT_LOBBY_IDLE_S,
+        help="a waiting room nobody is connected to and nothing happened in for this long is deleted "
+        "(0 = never)",
+    )
+    add_env_argument(
+        parser,
+        "--finished-retention-seconds",
+        type=_seconds,
+        default=DEFAULT_FINISHED_RETENTION_S,
+        help="a finished room (its result and replay) is deleted this long after its last change (0 = never)",
     )
     parser.set_defaults(handler=run_command)
     return parser

@@ -54,7 +54,7 @@ from services.engine.rules import (
     private_view,
     public_view,
 )
-from services.session import rooms
+from services.session import expiry, rooms
 from services.session.bots import bot_action
 from services.session.errors import session_error
 from services.session.store.base import (
@@ -62,6 +62,7 @@ from services.session.store.base import (
     EventsTrimmed,
     InvalidStoreInput,
     RoomAlreadyExists,
+    RoomNotFound,
     RoomRecord,
     RoomStore,
     StoredEvent,
@@ -175,6 +176,14 @@ class SessionMetrics:
         self.bot_moves = PromCounter(
             "ninetynine_session_bot_moves_total", "Moves played by bots.", registry=registry
         )
+        self.rooms_expired = PromCounter(
+            "ninetynine_session_rooms_expired_total",
+            "Rooms deleted by the expiry sweep (abandoned lobbies, finished rooms past retention).",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in expiry.REASONS:
+            self.rooms_expired.labels(reason)
 
 
 @dataclass(slots=True)
@@ -291,6 +300,7 @@ class RoomService:
         owner: str | None = None,
         time_scale: float = 1.0,
         stream_heartbeat_s: float = 15.0,
+        expiry_policy: expiry.ExpiryPolicy | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -329,6 +339,14 @@ class RoomService:
         self._fires: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        self.expiry = expiry.RoomExpiry(
+            store,
+            expiry_policy or expiry.ExpiryPolicy(),
+            self.metrics.rooms_expired,
+            self._delete_room,
+            clock=now_ms,
+            on_store_error=lambda: self.metrics.store_errors.labels(self.store_kind, "expire").inc(),
+        )
 
     # -- loading and committing ----------------------------------------------------------------
 
@@ -435,6 +453,10 @@ class RoomService:
                     self._fanout_pending.pop(fanout_key, None)
                     fresh = True  # another replica moved first: reload and run the step again
                     continue
+                except RoomNotFound:  # expired since it was read (see services.session.expiry)
+                    self._fanout_pending.pop(fanout_key, None)
+                    self._forget_room(room_id)
+                    raise session_error("ROOM_NOT_FOUND", roomId=room_id[:16]) from None
                 except BaseException:
                     self._fanout_pending.pop(fanout_key, None)
                     raise
@@ -787,12 +809,29 @@ class RoomService:
                 await asyncio.wait_for(self._stopping.wait(), every_s)
 
     def start(self) -> None:
-        """Start the deadline scheduler and the rooms gauge; :meth:`stop` ends them."""
+        """Start the deadline scheduler, the rooms gauge and the expiry sweep; :meth:`stop` ends them."""
         if not self._background:
             self._background = [
                 asyncio.create_task(self.run_scheduler()),
                 asyncio.create_task(self.run_room_gauge()),
+                asyncio.create_task(self.expiry.run(self._stopping)),
             ]
+
+    # -- expiry --------------------------------------------------------------------------------
+
+    async def _delete_room(self, room_id: str, version: int) -> bool:
+        """Delete an expired room under its lock (no move of this replica is half-way in it)."""
+        async with self._lock(room_id):
+            deleted = await self.store.delete_room(room_id, version)
+            if deleted:
+                self._forget_room(room_id)
+        if deleted:
+            self._forget_lock(room_id)
+        return deleted
+
+    def _forget_room(self, room_id: str) -> None:
+        self._cache.pop(room_id, None)
+        self._finished_rooms.pop(room_id, None)
 
     async def stop(self) -> None:
         self._stopping.set()

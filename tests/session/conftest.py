@@ -6,6 +6,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc.aio
 import pytest
@@ -73,7 +74,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], st
 async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIterator[Callable[..., object]]:
     started: list[Stack] = []
 
-    async def start(*, bot_think_ms: int = 20, time_scale: float = 0.02) -> Stack:
+    async def start(*, bot_think_ms: int = 20, time_scale: float = 0.02, **server_options: Any) -> Stack:
         registry = CollectorRegistry()
         server, port, _, rooms = create_session_server(
             "127.0.0.1:0",
@@ -83,6 +84,7 @@ async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIte
             time_scale=time_scale,
             stream_heartbeat_s=0.5,
             registry=registry,
+            **server_options,
         )
         await server.start()
         rooms.start()

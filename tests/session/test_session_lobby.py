@@ -161,7 +161,9 @@ async def test_unknown_rooms_and_tokens(make_stack: MakeStack) -> None:
     )
 
 
-async def _list_all(stack: Stack, phase: int = pb.ROOM_PHASE_UNSPECIFIED, size: int = 10) -> list[list[str]]:
+async def _list_all(
+    stack: Stack, phase: pb.RoomPhase.ValueType = pb.ROOM_PHASE_UNSPECIFIED, size: int = 10
+) -> list[list[str]]:
     pages: list[list[str]] = []
     token = ""
     while True:
