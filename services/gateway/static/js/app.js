@@ -114,7 +114,8 @@ function renderRooms(rooms) {
         r.phase === 'waiting' && r.seated < r.maxSeats
           ? h('button', { type: 'button', class: 'btn small primary', 'data-action': 'join', onclick: () => joinRoom(r.roomId) }, t('join'))
           : null,
-        h('button', { type: 'button', class: 'btn small', 'data-action': 'spectate', onclick: () => spectate(r.roomId) }, t('spectate'))))));
+        // A running game's one action is to watch it.
+        h('button', { type: 'button', class: r.phase === 'playing' ? 'btn small primary' : 'btn small', 'data-action': 'spectate', onclick: () => spectate(r.roomId) }, t('spectate'))))));
 }
 
 function renderWaitingRoom() {
