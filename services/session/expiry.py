@@ -138,8 +138,14 @@ class RoomExpiry:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Sweep every ``policy.every_s`` until ``stopping`` is set; survives store outages."""
+        prepared = False
         while not stopping.is_set():
             try:
+                if not prepared:
+                    indexed = await self.store.prepare_expiry()
+                    prepared = True
+                    if indexed:
+                        log.info("rooms indexed for expiry", rooms=indexed)
                 await self.sweep()
             except StoreUnavailable as err:
                 self._on_store_error()

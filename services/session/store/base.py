@@ -161,6 +161,13 @@ class RoomStore(Protocol):
         seen; "" = from the start), at most ``limit``."""
         ...
 
+    async def prepare_expiry(self) -> int:
+        """Make rooms stored before ``idle_rooms`` existed visible to it; how many it had to add.
+
+        Idempotent and safe to run on several replicas at once; cheap once done.
+        """
+        ...
+
     async def delete_room(self, room_id: str, expected_version: int) -> bool:
         """Delete the room, its events and its deadline if its version is ``expected_version``.
 

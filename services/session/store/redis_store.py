@@ -19,8 +19,9 @@ Keys (``P`` is the configurable prefix, ``?prefix=`` in the URL; default ``ninet
   a listing of several phases merges one read per phase, taken in one ``MULTI``).
 - ``P rooms:idle:lobby`` and ``P rooms:idle:finished`` — sorted sets (scores 0) of
   ``"{updated_at_ms:015d}:{room_id}"``: the rooms expiry looks at, least recently changed first.
-  Running games are in none (their every move would rewrite it).  Rooms last written by a version
-  without this index join it at their next change.
+  Running games are in none (their every move would rewrite it).  ``prepare_expiry`` indexes the rooms
+  written by a version without this index (a ``SCAN`` over the room hashes, once per store: ``P
+  idle-indexed`` marks it done).
 
 ``delete_room`` removes the hash, the stream, every index entry and the deadline in one script, only
 if the version still matches.
@@ -180,6 +181,21 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+"""
+
+# KEYS: room, rooms:idle:lobby, rooms:idle:finished.  ARGV: room_id
+# A room hash without 'uk' was written before the idle index: add it (atomic against its commits).
+_INDEX_IDLE_LUA: Final = """
+local f = redis.call('HMGET', KEYS[1], 'phase', 'u', 'uk')
+if not f[1] or f[3] then return 0 end
+local idle_index = {lobby = KEYS[2], finished = KEYS[3]}
+local key = ''
+if idle_index[f[1]] then
+  key = string.format('%015d', tonumber(f[2])) .. ':' .. ARGV[1]
+  redis.call('ZADD', idle_index[f[1]], 0, key)
+end
+redis.call('HSET', KEYS[1], 'uk', key)
 return 1
 """
 
@@ -366,6 +382,7 @@ class RedisRoomStore:
         self._claim = client.register_script(_CLAIM_LUA)
         self._release = client.register_script(_RELEASE_LUA)
         self._delete = client.register_script(_DELETE_ROOM_LUA)
+        self._index_idle = client.register_script(_INDEX_IDLE_LUA)
         self._due_keys = [f"{prefix}due", f"{prefix}deadline", f"{prefix}claims"]
 
     @classmethod
@@ -630,6 +647,21 @@ class RedisRoomStore:
         with _unavailable_on_connection_errors():
             deleted = await self._delete(keys=self._room_keys(room_id), args=[room_id, expected_version])
         return bool(deleted)
+
+    async def prepare_expiry(self) -> int:
+        self._check_open()
+        done_key = f"{self.prefix}idle-indexed"
+        room_prefix = self._room_key("")
+        indexed = 0
+        with _unavailable_on_connection_errors():
+            if await self._redis.exists(done_key):
+                return 0
+            idle_keys = [self._idle_key(phase) for phase in ("lobby", "finished")]
+            async for raw in self._redis.scan_iter(match=f"{room_prefix}*", count=500):
+                room_id = raw.decode()[len(room_prefix) :]
+                indexed += int(await self._index_idle(keys=[raw, *idle_keys], args=[room_id]))
+            await self._redis.set(done_key, "1")
+        return indexed
 
     async def count_rooms(self) -> dict[str, int]:
         self._check_open()

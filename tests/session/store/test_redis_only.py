@@ -142,3 +142,34 @@ async def test_errors_do_not_leak_the_redis_password() -> None:
         assert "hunter2" not in str(unavailable.value)
     finally:
         await store.close()
+
+
+async def test_rooms_stored_before_the_idle_index_are_indexed_once(redis_prefix: str) -> None:
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}")
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        await store.create_room(room("old-lobby", created_at_ms=100))
+        await store.create_room(room("old-finished", created_at_ms=200, phase="finished"))
+        await store.create_room(room("old-game", created_at_ms=300, phase="playing"))
+        # What a room written by the version without the index looks like: no 'uk', no index entry.
+        for room_id in ("old-lobby", "old-finished", "old-game"):
+            await client.hdel(f"{redis_prefix}room:{room_id}", "uk")
+        await client.delete(f"{redis_prefix}rooms:idle:lobby", f"{redis_prefix}rooms:idle:finished")
+        idle = {"updated_before_ms": 10**6, "after": "", "limit": 10}
+        assert await store.idle_rooms(phase="lobby", **idle) == []  # type: ignore[arg-type]
+
+        assert await store.prepare_expiry() == 3
+        lobby = await store.idle_rooms(phase="lobby", **idle)  # type: ignore[arg-type]
+        finished = await store.idle_rooms(phase="finished", **idle)  # type: ignore[arg-type]
+        assert [r.room_id for r in lobby] == ["old-lobby"] and [r.room_id for r in finished] == [
+            "old-finished"
+        ]
+        assert await store.prepare_expiry() == 0, "done once per store"
+        # Indexed like any other room: deleted without leaving a key behind.
+        for room_id in ("old-lobby", "old-finished", "old-game"):
+            assert await store.delete_room(room_id, 1)
+        left = [key async for key in client.scan_iter(match=f"{redis_prefix}*")]
+        assert left == [f"{redis_prefix}idle-indexed".encode()]
+    finally:
+        await client.aclose()
+        await store.close()
