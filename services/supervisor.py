@@ -9,7 +9,7 @@ production. The supervisor:
 2. starts the engine, then the session replica(s), then the gateway, and after each wave waits until
    every child reports SERVING through the gRPC health service (the gateway also through its HTTP
    ``/healthz``);
-3. prints the web table URL, the gRPC addresses and the metrics URLs;
+3. prints the web table URL, the gRPC addresses, the metrics URLs and where each listens;
 4. on Ctrl-C / SIGTERM stops the children in reverse order -- gateway (clients are told to
    reconnect), session(s) (in-flight moves finish, no half-written room), engine -- each with
    SIGTERM, then SIGKILL after ``--stop-timeout``; exits 0 when every child stopped cleanly.
@@ -18,6 +18,13 @@ If a child exits on its own, the supervisor logs it, stops the others and exits 
 their own process group (a terminal's Ctrl-C reaches only the supervisor, which then stops them in
 order) and, on Linux, get SIGTERM from the kernel if the supervisor dies (``PR_SET_PDEATHSIG``), so
 even a SIGKILLed supervisor leaves no orphans.
+
+Exposure: ``--host`` binds only the client-facing listeners (the gateway's HTTP/WebSocket and gRPC
+ports); the engine and the session listen on ``--internal-host`` and every /metrics port on
+``--metrics-host``, both 127.0.0.1 by default, so ``--host 0.0.0.0`` puts the web table on the
+network and nothing else. The session and the gateway share a service credential: the one
+configured (``--service-token-file`` / ``NINETYNINE_SERVICE_TOKEN``) or a random one per run,
+handed to them in their environment (never on a command line, which ``ps`` shows to everyone).
 
 Children's log lines (JSON with ``service``) are copied to stdout; on a terminal they are shown as
 short readable lines instead.
@@ -49,7 +56,15 @@ from ninetynine.engine.v1 import engine_service_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2
 from ninetynine.session.v1 import session_service_pb2
 
-from services.common.config import add_env_argument
+from services.common.config import add_env_argument, env_var
+from services.common.credential import (
+    TOKEN_ENV,
+    CredentialError,
+    add_credential_flag,
+    generate_token,
+    is_loopback,
+    load_service_token,
+)
 from services.common.logging import configure_logging, get_logger
 
 __all__ = ["Child", "Plan", "PlanError", "Supervisor", "add_parser", "build_plan", "run_command"]
@@ -79,11 +94,33 @@ class Child:
     metrics_port: int
     health_service: str
     http_port: int | None = None
+    listen_host: str = "127.0.0.1"  # of the gRPC (and HTTP) listeners
+    metrics_host: str = "127.0.0.1"
+
+    @property
+    def connect_host(self) -> str:
+        return _connect_host(self.listen_host)
+
+    @property
+    def credential(self) -> bool:
+        """Whether it is given the service credential (the session checks it, the gateway sends it)."""
+        return self.subcommand in ("session", "gateway")
+
+    def listens(self) -> str:
+        """Where it listens, for the banner."""
+        parts = [f"grpc {_url_host(self.listen_host)}:{self.grpc_port}"]
+        if self.http_port is not None:
+            parts.append(f"http {_url_host(self.listen_host)}:{self.http_port}")
+        parts.append(f"metrics {_url_host(self.metrics_host)}:{self.metrics_port}")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Every child with its ports, in start order; :meth:`banner` is what the user is shown."""
+    """Every child with its ports, in start order; :meth:`banner` is what the user is shown.
+
+    ``connect_host`` is where a local client reaches the gateway.
+    """
 
     connect_host: str
     engine: Child
@@ -104,8 +141,13 @@ class Plan:
         return f"http://{_url_host(self.connect_host)}:{self.gateway.http_port}/"
 
     def metrics_urls(self) -> list[tuple[str, str]]:
-        host = _url_host(self.connect_host)
-        return [(child.name, f"http://{host}:{child.metrics_port}/metrics") for child in self.children()]
+        return [
+            (
+                child.name,
+                f"http://{_url_host(_connect_host(child.metrics_host))}:{child.metrics_port}/metrics",
+            )
+            for child in self.children()
+        ]
 
     def banner(self) -> str:
         host = _url_host(self.connect_host)
@@ -115,8 +157,17 @@ class Plan:
             f"  websocket:     ws://{host}:{self.gateway.http_port}/ws",
             f"  store:         {self.store_display}",
         ]
-        lines += [f"  grpc {child.name + ':':<9} {host}:{child.grpc_port}" for child in self.children()]
+        lines += [
+            f"  grpc {child.name + ':':<9} {_url_host(child.connect_host)}:{child.grpc_port}"
+            for child in self.children()
+        ]
         lines += [f"  metrics {name + ':':<9} {url}" for name, url in self.metrics_urls()]
+        lines += [f"  listens {child.name + ':':<9} {child.listens()}" for child in self.children()]
+        if not is_loopback(self.gateway.listen_host):
+            lines.append(
+                f"  from other machines: http://<this machine's address>:{self.gateway.http_port}/ "
+                "(the gateway only)"
+            )
         lines.append("Press Ctrl-C to stop.")
         return "\n".join(lines)
 
@@ -135,6 +186,7 @@ def _connect_host(listen_host: str) -> str:
 
 
 def _free_port(host: str) -> int:
+    host = host or "0.0.0.0"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -148,26 +200,28 @@ class _Ports:
         self.host = host
         self.taken: set[int] = set()
 
-    def claim(self, port: int, what: str) -> int:
+    def claim(self, port: int, what: str, host: str | None = None) -> int:
+        """``port`` as given, or (``0``) a free one on ``host`` (default: the ports' host)."""
         if not 0 <= port <= 65535:
             raise PlanError(f"{what}: port {port} is out of range (0-65535)")
         if port == 0:
-            port = _free_port(self.host)
+            probe = self.host if host is None else host
+            port = _free_port(probe)
             while port in self.taken:
-                port = _free_port(self.host)
+                port = _free_port(probe)
         elif port in self.taken:
             raise PlanError(f"{what}: port {port} is already used by another part of the stack")
         self.taken.add(port)
         return port
 
-    def next_from(self, start: int, what: str) -> int:
+    def next_from(self, start: int, what: str, host: str | None = None) -> int:
         """``start`` or the next port after it that no other part of the stack uses (0: a free one)."""
         if start == 0:
-            return self.claim(0, what)
+            return self.claim(0, what, host)
         port = start
         while port in self.taken:
             port += 1
-        return self.claim(port, what)
+        return self.claim(port, what, host)
 
 
 def default_store_url() -> str:
@@ -220,35 +274,51 @@ def build_plan(args: argparse.Namespace) -> Plan:
         )
 
     host: str = args.host
-    connect = _connect_host(host)
-    ports = _Ports(connect)
+    internal: str = args.internal_host
+    metrics_host: str = args.metrics_host
+    connect = _connect_host(internal)
+    ports = _Ports(internal)
     # Explicit ports first, so the consecutive ones (replicas, metrics) step around them.
     explicit = {
         "engine": args.engine_port,
         "gateway-grpc": args.gateway_grpc_port,
         "http": args.http_port,
     }
+    hosts = {"engine": internal, "gateway-grpc": host, "http": host}
     claimed = {what: ports.claim(port, f"--{what}-port") for what, port in explicit.items() if port != 0}
-    claimed.update({what: ports.claim(0, f"--{what}-port") for what, port in explicit.items() if port == 0})
+    claimed.update(
+        {what: ports.claim(0, f"--{what}-port", hosts[what]) for what, port in explicit.items() if port == 0}
+    )
     session_ports = [ports.next_from(args.session_port, "--session-port") for _ in range(replicas)]
     # Metrics: engine base, first session base+1, gateway base+2 (the ports of
     # deploy/prometheus/prometheus.yml), further session replicas after them.
     base: int = args.metrics_base_port
     metrics_names = ["engine", "session", "gateway", *(f"session-{i}" for i in range(2, replicas + 1))]
     metrics = {
-        name: ports.next_from(base + offset if base else 0, "--metrics-base-port")
+        name: ports.next_from(base + offset if base else 0, "--metrics-base-port", metrics_host)
         for offset, name in enumerate(metrics_names)
     }
 
     level: str = args.log_level
-    common = ("--host", host, "--log-level", level)
+    reflection = "--reflection" if args.reflection else "--no-reflection"
+    common = ("--log-level", level, "--metrics-host", metrics_host, reflection)
     engine = Child(
         "engine",
         "engine",
-        (*common, "--port", str(claimed["engine"]), "--metrics-port", str(metrics["engine"])),
+        (
+            "--host",
+            internal,
+            *common,
+            "--port",
+            str(claimed["engine"]),
+            "--metrics-port",
+            str(metrics["engine"]),
+        ),
         claimed["engine"],
         metrics["engine"],
         ENGINE_SERVICE,
+        listen_host=internal,
+        metrics_host=metrics_host,
     )
     session_extra: list[str] = []
     if args.bot_think_ms is not None:
@@ -263,6 +333,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 name,
                 "session",
                 (
+                    "--host",
+                    internal,
                     *common,
                     "--port",
                     str(port),
@@ -277,6 +349,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
                 port,
                 metrics[name],
                 SESSION_SERVICE,
+                listen_host=internal,
+                metrics_host=metrics_host,
             )
         )
     session_target = _session_target(connect, session_ports)
@@ -284,6 +358,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
         "gateway",
         "gateway",
         (
+            "--host",
+            host,
             *common,
             "--port",
             str(claimed["http"]),
@@ -298,8 +374,10 @@ def build_plan(args: argparse.Namespace) -> Plan:
         metrics["gateway"],
         GATEWAY_SERVICE,
         http_port=claimed["http"],
+        listen_host=host,
+        metrics_host=metrics_host,
     )
-    return Plan(connect, engine, tuple(sessions), gateway, _store_display(store), session_target)
+    return Plan(_connect_host(host), engine, tuple(sessions), gateway, _store_display(store), session_target)
 
 
 # -- child processes ------------------------------------------------------------------------------
@@ -440,8 +518,10 @@ class Supervisor:
         pretty_logs: bool,
         startup_timeout: float,
         stop_timeout: float,
+        service_token: str,
     ) -> None:
         self.plan = plan
+        self.service_token = service_token
         self.out = out
         self.writer = _LogWriter(out, pretty_logs)
         self.startup_timeout = startup_timeout
@@ -484,6 +564,11 @@ class Supervisor:
 
     async def _spawn(self, child: Child) -> _Running:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # The credential goes in the environment (readable by this user only), not on the command line.
+        env.pop(env_var("--service-token-file"), None)
+        env.pop(TOKEN_ENV, None)
+        if child.credential:
+            env[TOKEN_ENV] = self.service_token
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-S",  # the shim needs no site-packages; the service it execs gets them
@@ -544,9 +629,9 @@ class Supervisor:
         return True
 
     async def _ready(self, child: Child, deadline: float) -> None:
-        await _wait_grpc_serving(self.plan.connect_host, child)
+        await _wait_grpc_serving(child.connect_host, child)
         if child.http_port is not None:
-            url = f"http://{_url_host(self.plan.connect_host)}:{child.http_port}/healthz"
+            url = f"http://{_url_host(child.connect_host)}:{child.http_port}/healthz"
             await _wait_http_healthy(url, deadline)
         log.info("serving", process=child.name, grpc_port=child.grpc_port)
 
@@ -613,7 +698,8 @@ def run_command(args: argparse.Namespace) -> int:
     configure_logging("supervisor", level=args.log_level, json_logs=json_logs, stream=sys.stdout)
     try:
         plan = build_plan(args)
-    except (PlanError, OSError) as exc:
+        token = load_service_token(args.service_token_file) or generate_token()
+    except (PlanError, OSError, CredentialError) as exc:
         log.error("cannot start the stack", error=str(exc))
         return 2
     pretty = args.log_format == "text" or (args.log_format == "auto" and sys.stdout.isatty())
@@ -623,6 +709,7 @@ def run_command(args: argparse.Namespace) -> int:
         pretty_logs=pretty,
         startup_timeout=args.startup_timeout,
         stop_timeout=args.stop_timeout,
+        service_token=token,
     )
     return asyncio.run(supervisor.run())
 
@@ -649,7 +736,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         default=1,
         help="session processes; more than 1 needs a redis:// store",
     )
-    add_env_argument(parser, "--host", default="127.0.0.1", help="address every service listens on")
+    add_env_argument(
+        parser,
+        "--host",
+        default="127.0.0.1",
+        help="address the gateway's HTTP/WebSocket and gRPC ports listen on (0.0.0.0: reachable from "
+        "other machines, e.g. your phone)",
+    )
+    add_env_argument(
+        parser,
+        "--internal-host",
+        default="127.0.0.1",
+        help="address the engine and session listen on (keep loopback unless they must be reached "
+        "from elsewhere)",
+    )
+    add_env_argument(
+        parser, "--metrics-host", default="127.0.0.1", help="address every /metrics port listens on"
+    )
     add_env_argument(parser, "--http-port", type=int, default=8080, help="gateway HTTP/WebSocket port")
     add_env_argument(parser, "--engine-port", type=int, default=50051, help="engine gRPC port")
     add_env_argument(
@@ -677,6 +780,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         default=None,
         help="passed to the session: multiply turn timers (None: its own default, 1)",
     )
+    add_env_argument(
+        parser,
+        "--reflection",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="gRPC server reflection on every service (local tools such as grpcurl; the session's "
+        "still needs the credential)",
+    )
+    add_credential_flag(parser, who="the session and the gateway share (neither set: a random one per run)")
     add_env_argument(
         parser, "--log-level", default="info", help="debug, info, warning or error (all services)"
     )

@@ -58,10 +58,11 @@ def add_env_argument(
 ) -> argparse.Action:
     """``parser.add_argument(flag, ...)`` with the default read from ``NINETYNINE_<FLAG>``.
 
-    Works for value flags and for ``action="store_true"`` (the variable then takes 1/0, true/false...).
+    Works for value flags and for ``action="store_true"`` or ``argparse.BooleanOptionalAction``
+    (``--x/--no-x``); the variable then takes 1/0, true/false...
     """
     var = env_var(flag)
-    if kwargs.get("action") == "store_true":
+    if kwargs.get("action") in ("store_true", argparse.BooleanOptionalAction):
         try:
             value: Any = env_flag(flag, bool(default))
         except ValueError as exc:

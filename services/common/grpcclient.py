@@ -27,14 +27,16 @@ def create_channel(
     *,
     interceptors: Sequence[Any] = (),
     options: Sequence[ChannelOption] = (),
+    metadata: Sequence[tuple[str, str]] = (),
 ) -> grpc.aio.Channel:
     """An insecure grpc.aio channel to ``target`` that forwards ``x-request-id``.
 
-    The request-id interceptors run first; ``interceptors`` are added after it.
+    ``metadata`` goes on every call (the service credential). The request-id interceptors run
+    first; ``interceptors`` are added after it.
     """
     return grpc.aio.insecure_channel(
         target,
         options=merge_options(CLIENT_OPTIONS, options),
         # grpc-stubs types aio client interceptors as a placeholder that nothing satisfies.
-        interceptors=cast(Any, [*request_id_interceptors(), *interceptors]),
+        interceptors=cast(Any, [*request_id_interceptors(tuple(metadata)), *interceptors]),
     )

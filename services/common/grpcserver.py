@@ -8,8 +8,10 @@ Two steps, as in the grpc Python examples, so tests can run a server without sig
     await serve(server, health, grace=5.0, service_names=[ENGINE_SERVICE_NAME])
 
 :func:`create_server` returns the server *not started*, so the caller adds its servicers first.
-It already carries the standard health service (``grpcio-health-checking``) and server reflection
-(``grpcio-reflection``) for the given fully-qualified service names plus health and reflection.
+It already carries the standard health service (``grpcio-health-checking``) and, with
+``reflection=True`` only, server reflection (``grpcio-reflection``) for the given fully-qualified
+service names plus health and reflection: reflection describes every method to whoever asks, so
+it is off unless a service is started with ``--reflection``.
 Service names should come from the generated descriptors, e.g.
 ``engine_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name``.
 
@@ -33,7 +35,7 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer  # exported publicly as grpc_health.v1.health.aio
 from grpc_health.v1.health import SERVICE_NAME as HEALTH_SERVICE_NAME
 from grpc_health.v1.health_pb2_grpc import add_HealthServicer_to_server
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection as grpc_reflection
 
 from services.common.logging import get_logger
 
@@ -83,8 +85,10 @@ def create_server(
     service_names: Sequence[str],
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),  # type: ignore[type-arg]
     options: Sequence[ChannelOption] = (),
+    reflection: bool = False,
 ) -> tuple[grpc.aio.Server, int, HealthServicer]:
-    """A grpc.aio server bound to ``address`` (not started) with health and reflection installed.
+    """A grpc.aio server bound to ``address`` (not started) with health (and, when ``reflection``,
+    server reflection) installed.
 
     Returns ``(server, port, health)``; ``port`` is the real port (``"127.0.0.1:0"`` picks a free
     one). Raises ``RuntimeError`` when the address cannot be bound. Call inside the event loop
@@ -95,16 +99,17 @@ def create_server(
     server = grpc.aio.server(interceptors=list(interceptors), options=merge_options(DEFAULT_OPTIONS, options))
     health = HealthServicer()
     add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        [*service_names, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME], server
-    )
+    if reflection:
+        grpc_reflection.enable_server_reflection(
+            [*service_names, HEALTH_SERVICE_NAME, grpc_reflection.SERVICE_NAME], server
+        )
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as exc:
         raise RuntimeError(f"cannot listen on {address}: {exc}") from exc
     if port == 0:  # older grpc versions report a failed bind this way
         raise RuntimeError(f"cannot listen on {address}")
-    log.info("grpc server bound", address=address, port=port)
+    log.info("grpc server bound", address=address, port=port, reflection=reflection)
     return server, port, health
 
 

@@ -24,15 +24,22 @@ the ``mode`` the handler bound; missing → ``""``). Anything else mode-specific
 refusals by reason...) is counted by the service itself. :func:`services.common.metrics.rpc_histogram`
 builds a histogram with matching labels.
 
+:class:`ServiceCredentialInterceptor` (placed after the canonical one, so refusals get their line)
+admits a call only when it presents the service credential (``authorization: Bearer <secret>``,
+compared in constant time); the health service stays open for probes. The credential itself is
+never logged: the canonical line reads only ``x-request-id`` and ``accept-language``.
+
 Client side, :func:`request_id_interceptors` (installed by
 :func:`services.common.grpcclient.create_channel`) copies the current request id into outgoing
 metadata, so gateway → session → engine share one id, and forwards the caller's
-``accept-language`` so downstream refusals come back in the caller's language.
+``accept-language`` so downstream refusals come back in the caller's language. Fixed metadata
+given to the channel (the service credential) goes on every call too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import inspect
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -52,6 +59,7 @@ from services.common.context import (
     request_id,
     sanitize_request_id,
 )
+from services.common.credential import AUTHORIZATION_HEADER, BEARER_PREFIX
 from services.common.errors import ServiceError, abort
 from services.common.logging import emit_line
 
@@ -62,6 +70,7 @@ __all__ = [
     "RequestIdStreamUnaryInterceptor",
     "RequestIdUnaryStreamInterceptor",
     "RequestIdUnaryUnaryInterceptor",
+    "ServiceCredentialInterceptor",
     "bind_rpc_fields",
     "request_id",
     "request_id_interceptors",
@@ -249,6 +258,71 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             emit_line(self._logger_name, "info", "rpc", line)
 
 
+# Calls anyone may make without the credential: Kubernetes' gRPC probes and the supervisor's wait.
+_OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
+CREDENTIAL_REQUIRED = "SERVICE_CREDENTIAL_REQUIRED"
+CREDENTIAL_INVALID = "INVALID_SERVICE_CREDENTIAL"
+
+
+class ServiceCredentialInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Refuses every call but health's unless it presents ``authorization: Bearer <token>``.
+
+    ``refusal(reason)`` builds the error for :data:`CREDENTIAL_REQUIRED` (no credential) and
+    :data:`CREDENTIAL_INVALID` (a wrong one), from the service's own error table; the handler is
+    never run and the request never read.
+    """
+
+    def __init__(self, token: str, refusal: Callable[[str], ServiceError]) -> None:
+        self._expected = (BEARER_PREFIX + token).encode("ascii")
+        self._refusal = refusal
+        self._refusers: dict[tuple[str, str], grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def _reason(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+        presented = _header(metadata, AUTHORIZATION_HEADER)
+        if presented is None:
+            return CREDENTIAL_REQUIRED
+        value = presented if isinstance(presented, bytes) else presented.encode("utf-8", "replace")
+        return None if hmac.compare_digest(value, self._expected) else CREDENTIAL_INVALID
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        method: str = handler_call_details.method
+        if method.startswith(_OPEN_PREFIXES):
+            return await continuation(handler_call_details)
+        reason = self._reason(handler_call_details.invocation_metadata)
+        handler = await continuation(handler_call_details)
+        if reason is None or handler is None:
+            return handler
+        refuser = self._refusers.get((method, reason))
+        if refuser is None:
+            refuser = self._refusers[(method, reason)] = self._refuser(handler, self._refusal(reason))
+        return refuser
+
+    @staticmethod
+    def _refuser(
+        handler: grpc.RpcMethodHandler[Any, Any], err: ServiceError
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        """A handler of the same shape as ``handler`` that aborts with ``err`` at once."""
+
+        async def refuse(_request: Any, context: AnyContext) -> Any:
+            await abort(context, err)
+
+        kw = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.request_streaming and handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(refuse, **kw)
+        if handler.request_streaming:
+            return grpc.stream_unary_rpc_method_handler(refuse, **kw)
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(refuse, **kw)
+        return grpc.unary_unary_rpc_method_handler(refuse, **kw)
+
+
 async def _call(behavior: Behavior, request: Any, context: AnyContext) -> Any:
     result = behavior(request, context)
     if inspect.isawaitable(result):
@@ -283,7 +357,10 @@ def _header(metadata: Iterable[tuple[str, str | bytes]] | None, name: str) -> st
     return None
 
 
-def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+Fixed = tuple[tuple[str, str], ...]
+
+
+def _with_request_id(details: grpc.aio.ClientCallDetails, fixed: Fixed = ()) -> grpc.aio.ClientCallDetails:
     pairs: list[tuple[str, str | bytes]] = list(details.metadata or ())
     present = {key for key, _ in pairs}
     added = [
@@ -291,6 +368,10 @@ def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCall
         for header, value in ((REQUEST_ID_HEADER, request_id()), (ACCEPT_LANGUAGE_HEADER, accept_language()))
         if value and header not in present
     ]
+    if fixed:  # the channel's own metadata (the credential) replaces whatever the call set
+        names = {key for key, _ in fixed}
+        pairs = [(key, value) for key, value in pairs if key not in names]
+        added += fixed
     if not added:
         return details
     return grpc.aio.ClientCallDetails(
@@ -305,44 +386,56 @@ def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCall
 class RequestIdUnaryUnaryInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
     """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
+    def __init__(self, fixed: Fixed = ()) -> None:
+        self.fixed = fixed
+
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_request_id(client_call_details), request)
+        return await continuation(_with_request_id(client_call_details, self.fixed), request)
 
 
 class RequestIdUnaryStreamInterceptor(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
     """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
+    def __init__(self, fixed: Fixed = ()) -> None:
+        self.fixed = fixed
+
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_request_id(client_call_details), request)
+        return await continuation(_with_request_id(client_call_details, self.fixed), request)
 
 
 class RequestIdStreamUnaryInterceptor(grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[type-arg]
     """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
+    def __init__(self, fixed: Fixed = ()) -> None:
+        self.fixed = fixed
+
     async def intercept_stream_unary(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return await continuation(_with_request_id(client_call_details), request_iterator)
+        return await continuation(_with_request_id(client_call_details, self.fixed), request_iterator)
 
 
 class RequestIdStreamStreamInterceptor(grpc.aio.StreamStreamClientInterceptor):  # type: ignore[type-arg]
     """Adds the current ``x-request-id`` and ``accept-language`` unless the call sets its own."""
 
+    def __init__(self, fixed: Fixed = ()) -> None:
+        self.fixed = fixed
+
     async def intercept_stream_stream(
         self, continuation: Any, client_call_details: Any, request_iterator: Any
     ) -> Any:
-        return await continuation(_with_request_id(client_call_details), request_iterator)
+        return await continuation(_with_request_id(client_call_details, self.fixed), request_iterator)
 
 
-def request_id_interceptors() -> list[Any]:
-    """Client interceptors forwarding ``x-request-id`` on all four kinds of call.
+def request_id_interceptors(fixed: Fixed = ()) -> list[Any]:
+    """Client interceptors forwarding ``x-request-id`` (and sending ``fixed``) on all four kinds of call.
 
     One object per kind on purpose: grpc.aio files each interceptor under the *first* kind it
     implements, so a single class implementing all four would only see unary-unary calls.
     """
     return [
-        RequestIdUnaryUnaryInterceptor(),
-        RequestIdUnaryStreamInterceptor(),
-        RequestIdStreamUnaryInterceptor(),
-        RequestIdStreamStreamInterceptor(),
+        RequestIdUnaryUnaryInterceptor(fixed),
+        RequestIdUnaryStreamInterceptor(fixed),
+        RequestIdStreamUnaryInterceptor(fixed),
+        RequestIdStreamStreamInterceptor(fixed),
     ]

@@ -34,7 +34,9 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 )
 
 
-def start_metrics_server(port: int, host: str = "0.0.0.0", *, registry: CollectorRegistry = REGISTRY) -> int:
+def start_metrics_server(
+    port: int, host: str = "127.0.0.1", *, registry: CollectorRegistry = REGISTRY
+) -> int:
     """Serve ``/metrics`` over HTTP from a daemon thread; returns the bound port (``0`` picks one).
 
     Raises ``OSError`` when the port is taken.

@@ -1,9 +1,12 @@
 """Running a service from the CLI: the flags every service has, and one way to run its event loop.
 
-``add_service_flags`` adds ``--host``, ``--port``, ``--metrics-port``, ``--log-level`` and
-``--grace`` (each also read from ``NINETYNINE_<FLAG>``); ``run_service`` configures logging,
-runs the service's coroutine on uvloop when it is installed (the default asyncio loop
-otherwise) and turns start-up failures into an exit code instead of a traceback.
+``add_service_flags`` adds ``--host``, ``--port``, ``--metrics-host``, ``--metrics-port``,
+``--reflection/--no-reflection``, ``--log-level`` and ``--grace`` (each also read from
+``NINETYNINE_<FLAG>``). Internal services default ``--host`` to loopback, and every service its
+metrics: whatever must be reachable from elsewhere is said so explicitly (deploy/ does).
+``run_service`` configures logging, runs the service's coroutine on uvloop when it is installed
+(the default asyncio loop otherwise) and turns start-up failures into an exit code instead of a
+traceback.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Any
 from services.common.config import add_env_argument
 from services.common.logging import configure_logging, get_logger
 
-__all__ = ["add_service_flags", "run_loop", "run_service", "tune_gc"]
+__all__ = ["LOOPBACK", "add_service_flags", "run_loop", "run_service", "tune_gc"]
 
 log = get_logger(__name__)
 
 GC_GEN0_THRESHOLD = 50_000
+LOOPBACK = "127.0.0.1"
 
 
 def add_service_flags(
@@ -31,15 +35,26 @@ def add_service_flags(
     metrics_port: int,
     grace: float,
     port_help: str = "gRPC port",
+    host: str = LOOPBACK,
 ) -> None:
-    add_env_argument(parser, "--host", default="0.0.0.0", help="address to listen on")
+    add_env_argument(parser, "--host", default=host, help="address to listen on (0.0.0.0: every interface)")
     add_env_argument(parser, "--port", type=int, default=port, help=f"{port_help} (0 picks a free one)")
+    add_env_argument(
+        parser, "--metrics-host", default=LOOPBACK, help="address the Prometheus /metrics port listens on"
+    )
     add_env_argument(
         parser,
         "--metrics-port",
         type=int,
         default=metrics_port,
         help="Prometheus /metrics port (0 picks a free one)",
+    )
+    add_env_argument(
+        parser,
+        "--reflection",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="serve gRPC server reflection (describes every method to any caller; for local tools)",
     )
     add_env_argument(parser, "--log-level", default="info", help="debug, info, warning or error")
     add_env_argument(

@@ -12,7 +12,10 @@ FAILED_PRECONDITION, ABORTED/STALE_STATE), with exactly one ``ErrorInfo`` in dom
 ``engine.ninetynine`` and a Korean (default) or English message. A request whose bytes do not
 even parse is refused with INVALID_ARGUMENT / ``MALFORMED_REQUEST`` instead of grpc's INTERNAL.
 
-Run it with ``ninety-nine engine --port 50051 --metrics-port 9101``.
+Run it with ``ninety-nine engine --port 50051 --metrics-port 9101``. It listens on 127.0.0.1 unless
+``--host`` says otherwise and takes no credential: other teams' backends call it directly, so
+where it is reachable from is decided by the listen address and, in Kubernetes, the NetworkPolicy
+of deploy/ (docs/operations.md#network-exposure).
 """
 
 from __future__ import annotations
@@ -140,16 +143,17 @@ def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]
 
 
 def create_engine_server(
-    address: str, *, metrics: EngineMetrics | None = None
+    address: str, *, metrics: EngineMetrics | None = None, reflection: bool = False
 ) -> tuple[grpc.aio.Server, int, HealthServicer]:
-    """A ready-to-start engine server on ``address`` (port 0 picks one) with health and reflection.
+    """A ready-to-start engine server on ``address`` (port 0 picks one) with health (and reflection
+    when asked).
 
     Returns ``(server, port, health)``; call inside the event loop that will run it.
     """
     metrics = metrics or default_metrics()
     interceptor = CanonicalLogInterceptor("engine", metrics.rpc_duration, label_fields=("mode",))
     server, port, health = create_server(
-        address, service_names=[ENGINE_SERVICE_NAME], interceptors=[interceptor]
+        address, service_names=[ENGINE_SERVICE_NAME], interceptors=[interceptor], reflection=reflection
     )
     server.add_generic_rpc_handlers((engine_handler(EngineServicer(metrics)),))
     return server, port, health
@@ -157,9 +161,16 @@ def create_engine_server(
 
 async def serve_engine(args: argparse.Namespace) -> None:
     """Run the engine until SIGTERM/SIGINT, then drain within ``args.grace`` seconds."""
-    metrics_port = start_metrics_server(args.metrics_port, args.host)
-    server, port, health = create_engine_server(f"{args.host}:{args.port}")
-    log.info("engine listening", host=args.host, port=port, metrics_port=metrics_port)
+    metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
+    server, port, health = create_engine_server(f"{args.host}:{args.port}", reflection=args.reflection)
+    log.info(
+        "engine listening",
+        host=args.host,
+        port=port,
+        metrics_host=args.metrics_host,
+        metrics_port=metrics_port,
+        reflection=args.reflection,
+    )
     await serve(server, health, grace=args.grace, service_names=[ENGINE_SERVICE_NAME])
 
 
@@ -172,7 +183,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "engine",
         help="run the engine gRPC service",
         description="Serve ninetynine.engine.v1.EngineService (stateless rules engine) with health, "
-        "reflection and Prometheus metrics. Every flag can also come from the environment.",
+        "optional reflection and Prometheus metrics. Every flag can also come from the environment.",
     )
     add_service_flags(parser, port=50051, metrics_port=9101, grace=5.0)
     parser.set_defaults(handler=run_command)

@@ -3,7 +3,9 @@
 Both transports wrap the same :class:`~services.gateway.connection.Connection`; the WebSocket
 one turns messages into the JSON of docs/client-protocol.md through
 :mod:`services.gateway.convert`. The HTTP side also serves the web table (``/`` and the static
-files) and ``/healthz``. The gRPC port carries health and reflection.
+files) and ``/healthz``. The gRPC port carries health (and reflection with ``--reflection``).
+Every session call presents the service credential (``--service-token-file`` or
+``NINETYNINE_SERVICE_TOKEN``) when one is configured.
 
 Shutdown (SIGTERM/SIGINT): health NOT_SERVING, ``goodbye{serverShutdown, retryAfterMs}`` to
 every client, close them, stop the listeners (in-flight calls get ``grace`` seconds), close the
@@ -34,6 +36,12 @@ from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from services.common.config import add_env_argument
+from services.common.credential import (
+    CredentialError,
+    add_credential_flag,
+    bearer_metadata,
+    load_service_token,
+)
 from services.common.grpcclient import create_channel
 from services.common.grpcserver import HealthServicer, create_server
 from services.common.interceptors import CanonicalLogInterceptor
@@ -373,17 +381,24 @@ async def start_gateway(
     registry: CollectorRegistry | None = REGISTRY,
     session_streams: int = DEFAULT_SESSION_STREAMS,
     session_play_streams: int = DEFAULT_SESSION_PLAY_STREAMS,
+    service_token: str | None = None,
+    reflection: bool = False,
 ) -> RunningGateway:
     """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones).
 
     ``session_streams`` shared SubscribeMany calls carry the clients' room streams; 0 gives each
     client its own Subscribe call (the way before SubscribeMany, kept for comparison).
     ``session_play_streams`` shared PlayMany calls carry the clients' plays; 0 makes one unary
-    Play call per play (the way before PlayMany).
+    Play call per play (the way before PlayMany). ``service_token`` is presented on every session
+    call, the shared streams included.
     """
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
     # load: any replica can serve any room on the Redis store.
-    channel = create_channel(session_target, options=[("grpc.lb_policy_name", "round_robin")])
+    channel = create_channel(
+        session_target,
+        options=[("grpc.lb_policy_name", "round_robin")],
+        metadata=bearer_metadata(service_token) if service_token else (),
+    )
     stub = spb_grpc.SessionServiceStub(channel)
     metrics = GatewayMetrics.create(registry)
     gateway = Gateway(
@@ -406,6 +421,7 @@ async def start_gateway(
         interceptors=[CanonicalLogInterceptor("gateway")],
         # A frame far too large ends the stream (RESOURCE_EXHAUSTED), like close 1009 on a WebSocket.
         options=[("grpc.max_receive_message_length", hard)],
+        reflection=reflection,
     )
     server.add_generic_rpc_handlers((_gateway_handler(_GatewayServicer(gateway)),))
     await server.start()
@@ -416,7 +432,8 @@ async def start_gateway(
 
 async def serve_gateway(args: argparse.Namespace) -> None:
     """Run until SIGTERM/SIGINT, then shut down gracefully."""
-    metrics_port = start_metrics_server(args.metrics_port, args.host)
+    token = load_service_token(args.service_token_file)
+    metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
     limits = Limits(heartbeat_seconds=args.heartbeat_seconds, max_message_bytes=args.max_message_bytes)
     running = await start_gateway(
         session_target=args.session,
@@ -426,6 +443,8 @@ async def serve_gateway(args: argparse.Namespace) -> None:
         limits=limits,
         session_streams=args.session_streams,
         session_play_streams=args.session_play_streams,
+        service_token=token,
+        reflection=args.reflection,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -451,7 +470,9 @@ async def serve_gateway(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    return run_service("gateway", lambda: serve_gateway(args), log_level=args.log_level)
+    return run_service(
+        "gateway", lambda: serve_gateway(args), log_level=args.log_level, usage_errors=(CredentialError,)
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -462,7 +483,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "ninetynine.gateway.v1.GatewayService, talking to the session service. "
         "Every flag can also come from the environment.",
     )
-    add_service_flags(parser, port=8080, metrics_port=9103, grace=5.0, port_help="HTTP/WebSocket port")
+    # The client-facing service: every interface unless told otherwise.
+    add_service_flags(
+        parser, port=8080, metrics_port=9103, grace=5.0, port_help="HTTP/WebSocket port", host="0.0.0.0"
+    )
+    add_credential_flag(parser, who="presented on every session call")
     add_env_argument(parser, "--grpc-port", type=int, default=50053, help="gRPC port (0 picks one)")
     add_env_argument(parser, "--session", default="localhost:50052", help="session service address")
     add_env_argument(parser, "--heartbeat-seconds", type=int, default=20, help="client ping interval")

@@ -27,6 +27,17 @@ REASONS: dict[str, tuple[grpc.StatusCode, str, str]] = {
     "NOT_HOST": (S.PERMISSION_DENIED, "방장만 할 수 있어요", "Only the host can do that"),
     "SPECTATOR_CANNOT_ACT": (S.PERMISSION_DENIED, "관전자는 카드를 낼 수 없어요", "Spectators cannot play"),
     "INVALID_TOKEN": (S.UNAUTHENTICATED, "입장 정보가 올바르지 않아요", "Invalid or unknown token"),
+    # The caller is not a service of ours (the gateway): no or a wrong service credential.
+    "SERVICE_CREDENTIAL_REQUIRED": (
+        S.UNAUTHENTICATED,
+        "서비스 인증 정보가 필요해요",
+        "This service accepts calls only with the service credential",
+    ),
+    "INVALID_SERVICE_CREDENTIAL": (
+        S.UNAUTHENTICATED,
+        "서비스 인증 정보가 올바르지 않아요",
+        "The service credential is not valid",
+    ),
     "INVALID_NAME": (S.INVALID_ARGUMENT, "이름은 1~24자로 정해 주세요", "Names must be 1 to 24 characters"),
     "INVALID_SEATS": (S.INVALID_ARGUMENT, "자리 수는 2~10이에요", "A room has 2 to 10 seats"),
     "INVALID_ACTION": (S.INVALID_ARGUMENT, "낼 카드를 골라 주세요", "The play needs a card id"),

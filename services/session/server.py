@@ -6,6 +6,11 @@ Run it with ``ninety-nine session --port 50052 --engine localhost:50051
 runs the rules in this process (:class:`~services.engine.local.LocalEngine`) instead of calling
 the engine service: no engine hop, but the session's CPU does the rules work.
 
+Callers must present the service credential (``authorization: Bearer <secret>``, see
+:mod:`services.common.credential`) on every call but health's; a session without one configured
+listens on loopback only (it refuses to start on any other address), where it admits every caller
+of this machine -- the development set-up.
+
 On SIGTERM: health NOT_SERVING, new calls refused, the gateways' shared PlayMany and SubscribeMany
 calls are drained (plays already running are answered, then the calls end and the gateways move
 to another replica at once), in-flight moves finish within the grace period (each move is one
@@ -28,9 +33,10 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from services.common.config import add_env_argument
 from services.common.context import accept_language, bind_rpc_fields
+from services.common.credential import CredentialError, add_credential_flag, is_loopback, load_service_token
 from services.common.errors import ServiceError, abort, lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
-from services.common.interceptors import CanonicalLogInterceptor
+from services.common.interceptors import CanonicalLogInterceptor, ServiceCredentialInterceptor
 from services.common.lenient import lenient_handler
 from services.common.logging import get_logger
 from services.common.metrics import rpc_histogram, start_metrics_server
@@ -39,7 +45,7 @@ from services.engine.client import EngineClient
 from services.engine.handlers import rules_metrics
 from services.engine.local import LOCAL_TARGET, LocalEngine
 from services.session.draining import OpenStreams
-from services.session.errors import DOMAIN
+from services.session.errors import DOMAIN, session_error
 from services.session.expiry import DEFAULT_FINISHED_RETENTION_S, DEFAULT_LOBBY_IDLE_S, ExpiryPolicy
 from services.session.multiplex import SubscribeMany
 from services.session.playmany import PlayMany, Recorder, play
@@ -211,6 +217,8 @@ def create_session_server(
     registry: CollectorRegistry = REGISTRY,
     metrics: SessionMetrics | None = None,
     streams: OpenStreams | None = None,
+    service_token: str | None = None,
+    reflection: bool = False,
 ) -> tuple[grpc.aio.Server, int, HealthServicer, RoomService]:
     """A ready-to-start session server (port 0 picks one) and its :class:`RoomService`.
 
@@ -219,8 +227,17 @@ def create_session_server(
     apply). Call ``RoomService.start()`` next to ``server.start()`` so deadlines fire (and
     :func:`close_room_service` on the way out); call inside
     the event loop that will run it. ``streams`` collects the open PlayMany and SubscribeMany
-    calls, for :func:`run_session` to drain on shutdown.
+    calls, for :func:`run_session` to drain on shutdown. ``service_token``: the secret every call
+    but health's must present; without one ``address`` must be a loopback one
+    (:class:`CredentialError` otherwise).
     """
+    host = address.rsplit(":", 1)[0]
+    if service_token is None and not is_loopback(host):
+        raise CredentialError(
+            f"the session listens on {host or 'every interface'} but has no service credential: "
+            "set --service-token-file or NINETYNINE_SERVICE_TOKEN (the gateway's), or listen on "
+            "127.0.0.1 (docs/operations.md#service-credential)"
+        )
     store = open_store(store_url)
     engine: EngineClient
     if engine_target == LOCAL_TARGET:
@@ -240,8 +257,16 @@ def create_session_server(
         expiry_policy=ExpiryPolicy.from_seconds(lobby_idle_expiry_s, finished_retention_s),
     )
     interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
+    interceptors: list[grpc.aio.ServerInterceptor] = [interceptor]  # type: ignore[type-arg]
+    if service_token is not None:
+
+        def refusal(reason: str) -> ServiceError:
+            room_service.metrics.refusals.labels(reason).inc()
+            return session_error(reason)
+
+        interceptors.append(ServiceCredentialInterceptor(service_token, refusal))
     server, port, health = create_server(
-        address, service_names=[SESSION_SERVICE_NAME], interceptors=[interceptor]
+        address, service_names=[SESSION_SERVICE_NAME], interceptors=interceptors, reflection=reflection
     )
     # Not the generated add_SessionServiceServicer_to_server: undecodable bytes must be
     # INVALID_ARGUMENT / MALFORMED_REQUEST, not grpc's INTERNAL.
@@ -294,7 +319,8 @@ async def run_session(
 
 
 async def serve_session(args: argparse.Namespace) -> None:
-    metrics_port = start_metrics_server(args.metrics_port, args.host)
+    token = load_service_token(args.service_token_file)
+    metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
     streams = OpenStreams()
     server, port, health, room_service = create_session_server(
         f"{args.host}:{args.port}",
@@ -307,12 +333,18 @@ async def serve_session(args: argparse.Namespace) -> None:
         lobby_idle_expiry_s=args.lobby_idle_expiry_seconds,
         finished_retention_s=args.finished_retention_seconds,
         streams=streams,
+        service_token=token,
+        reflection=args.reflection,
     )
     log.info(
         "session listening",
         host=args.host,
         port=port,
+        metrics_host=args.metrics_host,
         metrics_port=metrics_port,
+        # "required", or "none": every caller that reaches the loopback address is admitted.
+        service_credential="none" if token is None else "required",
+        reflection=args.reflection,
         store=args.store.split("?")[0],
         # Which engine answers the rules: "local" (in this process) or "remote" (the engine service).
         engine_mode="local" if args.engine == LOCAL_TARGET else "remote",
@@ -324,7 +356,10 @@ async def serve_session(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     return run_service(
-        "session", lambda: serve_session(args), log_level=args.log_level, usage_errors=(InvalidStoreInput,)
+        "session",
+        lambda: serve_session(args),
+        log_level=args.log_level,
+        usage_errors=(InvalidStoreInput, CredentialError),
     )
 
 
@@ -343,6 +378,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "Every flag can also come from the environment.",
     )
     add_service_flags(parser, port=50052, metrics_port=9102, grace=10.0)
+    add_credential_flag(parser, who="every caller must present (needed unless --host is loopback)")
     add_env_argument(
         parser,
         "--engine",

@@ -76,16 +76,17 @@ StartProbe = Callable[..., Any]
 
 @pytest.fixture
 async def start_probe() -> AsyncIterator[StartProbe]:
-    """``await start_probe(interceptors=[...])`` → (port, health) of a started probe server."""
+    """``await start_probe(interceptors=[...], reflection=False)`` → (port, health) of a started probe."""
     async with AsyncExitStack() as stack:
 
         async def start(
             interceptors: Sequence[Any] | None = None,
             service_names: Sequence[str] = (probe.SERVICE,),
+            reflection: bool = False,
         ) -> tuple[int, HealthServicer]:
             chosen = [CanonicalLogInterceptor("probe")] if interceptors is None else list(interceptors)
             server, port, health = create_server(
-                "127.0.0.1:0", service_names=service_names, interceptors=chosen
+                "127.0.0.1:0", service_names=service_names, interceptors=chosen, reflection=reflection
             )
             server.add_generic_rpc_handlers([probe.handler()])
             await server.start()

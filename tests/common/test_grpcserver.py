@@ -34,10 +34,17 @@ async def list_services(channel: grpc.aio.Channel) -> list[str]:
     return names
 
 
+async def test_reflection_is_off_unless_asked_for(start_probe: StartProbe, channel_to) -> None:
+    port, _ = await start_probe()
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await list_services(channel_to(port))
+    assert refused.value.code() is grpc.StatusCode.UNIMPLEMENTED
+
+
 async def test_reflection_lists_the_services_and_describes_health(
     start_probe: StartProbe, channel_to
 ) -> None:
-    port, _ = await start_probe()
+    port, _ = await start_probe(reflection=True)
     channel = channel_to(port)
     names = await list_services(channel)
     assert sorted(names) == sorted(

@@ -31,18 +31,35 @@ def test_health_reports_serving_for_the_engine(engine: RunningEngine) -> None:
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def test_reflection_lists_and_describes_the_service(engine: RunningEngine) -> None:
+def test_reflection_is_off_by_default(engine: RunningEngine) -> None:
+    with grpc.insecure_channel(engine.target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        with pytest.raises(grpc.RpcError) as refused:
+            list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    assert refused.value.code() is grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_reflection_lists_and_describes_the_service(tmp_path: Path) -> None:
+    engine = start_engine(tmp_path, "--reflection")
+    try:
+        replies = _reflect(engine)
+    finally:
+        stop_engine(engine)
+    names = {s.name for s in replies[0].list_services_response.service}
+    assert {SERVICE, "grpc.health.v1.Health"} <= names
+    files = replies[1].file_descriptor_response.file_descriptor_proto
+    assert files, "the engine's descriptors are served"
+
+
+def _reflect(engine: RunningEngine) -> list[reflection_pb2.ServerReflectionResponse]:
     with grpc.insecure_channel(engine.target) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         requests = [
             reflection_pb2.ServerReflectionRequest(list_services=""),
             reflection_pb2.ServerReflectionRequest(file_containing_symbol=SERVICE),
         ]
-        replies = list(stub.ServerReflectionInfo(iter(requests), timeout=5))
-    names = {s.name for s in replies[0].list_services_response.service}
-    assert {SERVICE, "grpc.health.v1.Health"} <= names
-    files = replies[1].file_descriptor_response.file_descriptor_proto
-    assert files, "the engine's descriptors are served"
+        return list(stub.ServerReflectionInfo(iter(requests), timeout=5))
 
 
 def test_canonical_log_line_per_rpc_with_request_id(engine: RunningEngine) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 import aiohttp
 import redis
 
+from services.common.credential import TOKEN_ENV
+
 REDIS_URL = "redis://127.0.0.1:6379/0"
 READY_LINE = "Press Ctrl-C to stop."
 START_TIMEOUT_S = 45.0
@@ -109,6 +111,15 @@ class Serve:
             if record.get("service") == "supervisor" and record.get("event") == "started":
                 pids[str(record["process"])] = int(record["pid"])
         return pids
+
+    def child_env(self, name: str) -> dict[str, str]:
+        """A child's environment as the kernel shows it to this (the same) user: where the
+        supervisor put the service credential."""
+        raw = Path(f"/proc/{self.child_pids()[name]}/environ").read_bytes().decode("utf-8", "replace")
+        return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+    def service_token(self) -> str:
+        return self.child_env("session")[TOKEN_ENV]
 
     def json_lines(self) -> list[dict[str, Any]]:
         records = []

@@ -15,6 +15,7 @@ import pytest
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
+from services.common.credential import bearer_metadata
 from services.gateway.server import STATIC_DIR
 from tests.ops.stack import (
     Serve,
@@ -114,7 +115,9 @@ async def test_serve_redis_two_session_replicas_share_rooms(tmp_path: Path, star
             # The room made through the gateway is served by the second replica as well.
             async with grpc.aio.insecure_channel(serve.banner_value("grpc session-2")) as channel:
                 reply = await spb_grpc.SessionServiceStub(channel).GetRoom(
-                    spb.GetRoomRequest(room_id=room_id), timeout=5
+                    spb.GetRoomRequest(room_id=room_id),
+                    timeout=5,
+                    metadata=bearer_metadata(serve.service_token()),
                 )
             assert reply.room.room_id == room_id
             assert len(reply.room.seats) == 3
