@@ -410,6 +410,119 @@ def test_servicemonitor_selects_the_three_services_by_their_metrics_port(
     assert monitor["spec"]["jobLabel"] == "app.kubernetes.io/component"
 
 
+# ---------------------------------------------------------------- network exposure
+
+SERVICE_TOKEN_SECRET = "ninety-nine-service-token"
+INGRESS_NAMESPACE = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+MONITORING_NAMESPACE = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+ENGINE_CLIENT_NAMESPACES = {"namespaceSelector": {"matchLabels": {"ninety-nine/engine-client": "true"}}}
+
+
+def _pods_of(component: str) -> dict[str, Any]:
+    return {
+        "podSelector": {
+            "matchLabels": {"app.kubernetes.io/name": "ninety-nine", "app.kubernetes.io/component": component}
+        }
+    }
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        assert expression["operator"] == "In", "extend _selects for other operators"
+        if labels.get(expression["key"]) not in expression["values"]:
+            return False
+    return True
+
+
+def _admitted(docs: list[dict[str, Any]], workload: dict[str, Any]) -> dict[str, list[Any]]:
+    """Port name -> the peers NetworkPolicies admit to it (``None``: any source)."""
+    labels = workload["spec"]["template"]["metadata"]["labels"]
+    admitted: dict[str, list[Any]] = {}
+    for policy in (d for d in docs if d["kind"] == "NetworkPolicy"):
+        if not _selects(policy["spec"]["podSelector"], labels):
+            continue
+        for rule in policy["spec"].get("ingress", []):
+            assert rule.get("ports"), f"{policy['metadata']['name']}: a rule without ports opens every port"
+            for port in rule["ports"]:
+                _named_port(_container(workload), port["port"])  # the port exists in the pod
+                peers = rule.get("from")
+                admitted.setdefault(port["port"], []).extend([None] if peers is None else peers)
+    return admitted
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policies_deny_by_default_and_admit_only_each_services_callers(
+    rendered: dict[str, list[dict[str, Any]]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert [
+        p
+        for p in policies
+        if p["spec"]["podSelector"] == {}
+        and p["spec"]["policyTypes"] == ["Ingress"]
+        and not p["spec"].get("ingress")
+    ], f"{overlay}: no default-deny ingress policy"
+    workloads = {w["metadata"]["name"]: w for w in _workloads(docs)}
+    gateway_peers = [None] if overlay == "local" else [INGRESS_NAMESPACE]  # local: a NodePort
+    expected = {
+        "gateway": {"http": gateway_peers, "grpc": gateway_peers, "metrics": [MONITORING_NAMESPACE]},
+        "session": {"grpc": [_pods_of("gateway")], "metrics": [MONITORING_NAMESPACE]},
+        "engine": {
+            "grpc": [_pods_of("session"), ENGINE_CLIENT_NAMESPACES],
+            "metrics": [MONITORING_NAMESPACE],
+        },
+        "redis": {"redis": [_pods_of("session")]},
+    }
+    assert set(workloads) <= set(expected), sorted(workloads)
+    if overlay == "production":
+        assert "redis" in workloads
+    for name, workload in workloads.items():
+        assert _admitted(docs, workload) == expected[name], f"{overlay}/{name}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_session_and_gateway_read_the_service_credential_from_a_secret_never_committed(
+    rendered: dict[str, list[dict[str, Any]]], overlay: str
+) -> None:
+    from services.common.credential import TOKEN_ENV
+
+    docs = rendered[overlay]
+    assert not [d for d in docs if d["kind"] == "Secret"], "a Secret in the manifests would hold the secret"
+    for service in ("session", "gateway"):
+        workload = _deployment(docs, service)
+        container = _container(workload)
+        env = _env(container)
+        assert TOKEN_ENV not in env, "the credential goes in a mounted file, not in the manifest"
+        path = Path(env["NINETYNINE_SERVICE_TOKEN_FILE"])
+        volumes = {v["name"]: v for v in workload["spec"]["template"]["spec"]["volumes"]}
+        (mount,) = [m for m in container["volumeMounts"] if path.parent == Path(m["mountPath"])]
+        assert mount.get("readOnly") is True
+        secret = volumes[mount["name"]]["secret"]
+        assert (secret["secretName"], path.name) == (SERVICE_TOKEN_SECRET, "token")
+        # Group-readable only: the pod's user reads it through fsGroup.
+        assert secret["defaultMode"] & 0o007 == 0 and secret["defaultMode"] & 0o040
+    engine = _container(_deployment(docs, "engine"))
+    assert "NINETYNINE_SERVICE_TOKEN_FILE" not in _env(engine)
+    committed = [p for p in DEPLOY.rglob("*.y*ml") if re.search(r"^kind:\s*Secret\b", p.read_text(), re.M)]
+    assert not committed, committed
+    assert f"kubectl -n ninety-nine create secret generic {SERVICE_TOKEN_SECRET}" in DOCS.read_text()
+
+
+@pytest.mark.parametrize("service", sorted(GRPC_SERVICE_NAMES))
+def test_containers_listen_on_the_pod_address_the_probes_and_policies_expect(
+    rendered: dict[str, list[dict[str, Any]]], service: str
+) -> None:
+    # The CLI listens on loopback by default; in a pod the kubelet and the peers come from outside.
+    for overlay in OVERLAYS:
+        env = _env(_container(_deployment(rendered[overlay], service)))
+        assert env["NINETYNINE_HOST"] == "0.0.0.0", f"{overlay}/{service}"
+        assert env["NINETYNINE_METRICS_HOST"] == "0.0.0.0", f"{overlay}/{service}"
+        assert env.get("NINETYNINE_REFLECTION", "false") == "false", f"{overlay}/{service}: reflection on"
+
+
 # ---------------------------------------------------------------- Dockerfile
 
 
