@@ -702,6 +702,13 @@ def run_command(args: argparse.Namespace) -> int:
     except (PlanError, OSError, CredentialError) as exc:
         log.error("cannot start the stack", error=str(exc))
         return 2
+    if not is_loopback(plan.engine.listen_host):
+        # The session is behind the credential; the engine and /metrics answer whoever reaches them.
+        log.warning(
+            "the engine takes no credential and listens beyond loopback", host=plan.engine.listen_host
+        )
+    if not is_loopback(plan.engine.metrics_host):
+        log.warning("/metrics listens beyond loopback", host=plan.engine.metrics_host)
     pretty = args.log_format == "text" or (args.log_format == "auto" and sys.stdout.isatty())
     supervisor = Supervisor(
         plan,

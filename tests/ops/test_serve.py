@@ -193,3 +193,29 @@ def test_default_ports_with_two_replicas_step_around_the_gateway() -> None:
     assert plan.web_url == "http://127.0.0.1:8080/"
     # The gateway is given both replicas (gRPC fails over to the second when the first is down).
     assert plan.gateway_session_target == "ipv4:127.0.0.1:50052,127.0.0.1:50054"
+
+
+def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> None:
+    from services.cli import build_parser
+    from services.supervisor import build_plan
+
+    def flag(args: tuple[str, ...], name: str) -> str:
+        return args[args.index(name) + 1]
+
+    plan = build_plan(build_parser().parse_args(["serve", "--host=0.0.0.0"]))
+    assert flag(plan.gateway.args, "--host") == "0.0.0.0"
+    for child in plan.children():
+        assert flag(child.args, "--metrics-host") == "127.0.0.1", child.name
+        assert "--no-reflection" in child.args, child.name
+    for child in (plan.engine, *plan.sessions):
+        assert flag(child.args, "--host") == "127.0.0.1", child.name
+    assert "listens gateway:  grpc 0.0.0.0:50053, http 0.0.0.0:8080, metrics 127.0.0.1:9103" in plan.banner()
+
+    plan = build_plan(
+        build_parser().parse_args(["serve", "--internal-host=0.0.0.0", "--metrics-host=0.0.0.0"])
+    )
+    assert flag(plan.gateway.args, "--host") == "127.0.0.1"
+    assert {flag(c.args, "--host") for c in (plan.engine, *plan.sessions)} == {"0.0.0.0"}
+    assert {flag(c.args, "--metrics-host") for c in plan.children()} == {"0.0.0.0"}
+    # Local clients (and the supervisor's health checks) still reach them on loopback.
+    assert plan.gateway_session_target == "127.0.0.1:50052"
