@@ -27,6 +27,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 HOST = "127.0.0.1"
 # The processes of the load run's per-second lines, in their order (no engine with engine_local).
 PROCS = ("engine", "session", "gateway", "loadgen")
+# Every simulated client connects from 127.0.0.1: lift the gateway's per-address budgets.
+LOAD_BUDGETS = (
+    "--max-connections-per-address", "1000000",
+    "--connections-per-second-per-address", "1000000",
+    "--rooms-per-minute-per-address", "1000000",
+)  # fmt: skip
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -149,6 +155,7 @@ class Stack:
                     "--metrics-port", str(self.ports["gateway_metrics"]),
                     "--session", f"{HOST}:{self.ports['session']}",
                     "--heartbeat-seconds", str(cfg.heartbeat_seconds),
+                    *LOAD_BUDGETS,
                     *(() if cfg.session_streams is None else ("--session-streams", str(cfg.session_streams))),
                     *(
                         ()

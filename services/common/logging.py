@@ -179,6 +179,34 @@ _PRE_CHAIN: list[Processor] = [
 ]
 
 
+class _ClientFaults(logging.Filter):
+    """aiohttp logs a request it cannot parse (``LineTooLong``, ``BadStatusLine``, headers too large:
+    the client's fault) with ``logger.exception``; here that becomes one warning line naming the
+    fault, without the stack. Exceptions of the server's own handlers stay errors with their stack."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and _is_client_fault(exc):
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {str(exc)[:200]}"
+            record.args = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _is_client_fault(exc: BaseException) -> bool:
+    try:
+        from aiohttp.http_exceptions import HttpProcessingError
+    except ImportError:  # pragma: no cover - aiohttp is a dependency of the gateway only
+        return False
+    return isinstance(exc, HttpProcessingError)
+
+
+_CLIENT_FAULTS = _ClientFaults()
+# Where aiohttp's server logs the requests it refused to parse.
+_CLIENT_FAULT_LOGGERS = ("aiohttp.server",)
+
+
 def configure_logging(
     service: str,
     *,
@@ -223,6 +251,8 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(threshold)
     _settings.handler = handler
+    for name in _CLIENT_FAULT_LOGGERS:
+        logging.getLogger(name).addFilter(_CLIENT_FAULTS)  # a no-op when already there
 
 
 def get_logger(name: str | None = None) -> Logger:

@@ -32,6 +32,7 @@ from services.common.errors import Lang, ServiceError, to_service_error
 from services.common.logging import get_logger
 from services.engine.rules import Reason
 from services.engine.rules.errors import message as rule_message
+from services.gateway.admission import Admission, Refusal
 from services.gateway.convert import CLIENT_TYPE_OF_FIELD, JsonId
 from services.gateway.limits import AbuseMeter, Limits, TokenBucket
 from services.gateway.metrics import GatewayMetrics
@@ -43,6 +44,7 @@ from services.gateway.protocol import (
     gateway_message,
 )
 from services.gateway.relay import PlayRelay, SessionRelay
+from services.session.rooms import token_room
 
 __all__ = ["Connection", "Outgoing", "Transport"]
 
@@ -121,8 +123,14 @@ class Connection:
         relay: SessionRelay | None = None,
         plays: PlayRelay | None = None,
         clock: Callable[[], float] = time.monotonic,
+        admission: Admission | None = None,
+        address: str = "",
     ) -> None:
         self.transport = transport
+        # The gateway's per-address budgets, and this client's address (the peer or, behind a
+        # trusted proxy, the one it forwarded).
+        self.admission = admission
+        self.address = address
         self.session = session
         # Room streams over the gateway's shared SubscribeMany calls; None: one Subscribe each.
         self.relay = relay
@@ -140,6 +148,8 @@ class Connection:
         self._bucket = TokenBucket(limits.rate_per_second, limits.burst, now)
         self._abuse = AbuseMeter(limits.abuse_refusals, limits.abuse_window_seconds)
         self._last_received = now
+        self._started = now
+        self._heard = False
         self._writer: asyncio.Task[None] | None = None
         self._pump: asyncio.Task[None] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -160,7 +170,7 @@ class Connection:
         self.metrics.connections.labels(self.transport.protocol).inc()
         self._counted = True
         self._writer = asyncio.create_task(self._write_loop())
-        self._arm_idle_timer(self.limits.idle_seconds)
+        self._arm_idle_timer(min(self.limits.hello_timeout_seconds, self.limits.idle_seconds))
 
     async def finish(self) -> None:
         """The transport is gone (client closed): stop everything without a goodbye."""
@@ -216,6 +226,14 @@ class Connection:
         finally:
             self.closed.set()
             await self._release()
+
+    async def refuse(self, refusal: Refusal) -> None:
+        """Turn the connection away (a budget of its address said no): fatal error, goodbye abuse, 1008."""
+        err = self.error_message(refusal.reason, refusal.metadata, fatal=True)
+        await self.close_with("abuse", CLOSE_ABUSE, retry_after_ms=refusal.retry_after_ms, error=err)
+
+    def send_refusal(self, refusal: Refusal, reply_id: JsonId | None) -> None:
+        self.send_error(refusal.reason, reply_id, refusal.metadata)
 
     def _close_soon(self, reason: str, code: int, **kwargs: object) -> None:
         # Frames still arriving before the close runs are ignored, not counted again.
@@ -310,11 +328,15 @@ class Connection:
     def _idle_check(self) -> None:
         if self._closing:
             return
-        quiet = self.clock() - self._last_received
-        if quiet >= self.limits.idle_seconds:
+        now = self.clock()
+        if self._heard:
+            left = self.limits.idle_seconds - (now - self._last_received)
+        else:  # not a word since the upgrade: the (shorter) first-message timeout
+            left = min(self.limits.hello_timeout_seconds, self.limits.idle_seconds) - (now - self._started)
+        if left <= 0:
             self._close_soon("idle", CLOSE_IDLE)
         else:
-            self._arm_idle_timer(self.limits.idle_seconds - quiet)
+            self._arm_idle_timer(left)
 
     def _refused(self) -> bool:
         """Count a refusal; on sustained abuse close the connection (True)."""
@@ -329,6 +351,7 @@ class Connection:
             return
         now = self.clock()
         self._last_received = now
+        self._heard = True
         limits = self.limits
         if size > limits.hard_max_message_bytes:
             meta = {"size": str(size), "limit": str(limits.max_message_bytes)}
@@ -454,6 +477,10 @@ class Connection:
         view: spb.GetViewResponse | None = None
         after_seq: int
         if kind == "createRoom":
+            refusal = self.admission.create_room(self.address) if self.admission else None
+            if refusal is not None:
+                self.send_refusal(refusal, reply_id)
+                return
             c = msg.create_room
             created = await self.session.CreateRoom(
                 spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
@@ -497,9 +524,9 @@ class Connection:
                 after_seq = view.seq
         else:
             r = msg.resume
-            view = await self.session.GetView(
-                spb.GetViewRequest(token=r.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
-            )
+            view = await self._authenticate(r.token, reply_id)
+            if view is None:
+                return
             room = view.room
             player_id = view.player_id  # whose token: the seat, or empty for a spectator (also in the lobby)
             binding = Binding(
@@ -528,6 +555,31 @@ class Connection:
             self.last_seq = max(self.last_seq, view.seq)
             self.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=view.seq, view=view.view))))
         self._pump = asyncio.create_task(self._pump_room(binding))
+
+    async def _authenticate(self, token: str, reply_id: JsonId | None) -> spb.GetViewResponse | None:
+        """GetView for a resume, within the budgets of failed tokens (None: refused, error sent)."""
+        admission = self.admission
+        if admission is None:
+            return await self._get_view(token)
+        try:
+            room_id: str | None = token_room(token)
+        except ServiceError:
+            room_id = None  # not even shaped like a token: counts against the address only
+        refusal = admission.may_authenticate(self.address, room_id)
+        if refusal is not None:
+            self.send_refusal(refusal, reply_id)
+            return None
+        try:
+            return await self._get_view(token)
+        except grpc.RpcError as exc:
+            if hasattr(exc, "code") and exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+                admission.authentication_failed(self.address, room_id)
+            raise
+
+    async def _get_view(self, token: str) -> spb.GetViewResponse:
+        return await self.session.GetView(
+            spb.GetViewRequest(token=token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+        )
 
     async def _play(self, play: gw.Play, reply_id: JsonId | None, received: float) -> None:
         assert self.binding is not None

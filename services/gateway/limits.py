@@ -28,6 +28,8 @@ class Limits:
     heartbeat_seconds: int = 20
     # No client message for idle_factor × heartbeat: goodbye idle.
     idle_factor: int = 3
+    # No first message this long after the upgrade: goodbye idle (sockets opened and left silent).
+    hello_timeout_seconds: float = 10.0
     send_queue: int = 256
     shutdown_retry_after_ms: int = 500
 
@@ -59,6 +61,11 @@ class TokenBucket:
             self._tokens -= 1.0
             return True
         return False
+
+    def wait_ms(self, now: float) -> int:
+        """0 when a token is there (none is taken), else the milliseconds until one is."""
+        self._refill(now)
+        return 0 if self._tokens >= 1.0 else self.retry_after_ms(now)
 
     def retry_after_ms(self, now: float) -> int:
         """How long until the next token (at least 1 ms)."""

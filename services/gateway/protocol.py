@@ -61,6 +61,18 @@ GATEWAY_TEXTS: dict[str, tuple[str, str]] = {
         "The service is briefly unavailable; retry",
     ),
     "SPECTATOR_CANNOT_ACT": ("관전 중에는 카드를 낼 수 없어요", "Spectators cannot play"),
+    "TOO_MANY_CONNECTIONS": (
+        "이 주소에서 연결이 너무 많아요 (한도 {limit}). 잠시 후 다시 연결해 주세요",
+        "Too many connections from your address (limit {limit}); reconnect later",
+    ),
+    "TOO_MANY_ROOMS": (
+        "방을 너무 많이 만들었어요 (한도 {limit}). 잠시 후 다시 해 주세요",
+        "Too many rooms created from your address (limit {limit}); try again later",
+    ),
+    "TOO_MANY_AUTH_FAILURES": (
+        "입장 정보가 너무 많이 틀렸어요 (한도 {limit}). 잠시 후 다시 해 주세요",
+        "Too many invalid seat tokens (limit {limit}); try again later",
+    ),
 }
 
 # ErrorInfo metadata values echo client input: keep them within the schema's limits.

@@ -21,7 +21,7 @@ import asyncio
 import functools
 import signal
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -49,8 +49,23 @@ from services.common.lenient import Undecodable, lenient
 from services.common.logging import get_logger
 from services.common.metrics import start_metrics_server
 from services.common.runner import add_service_flags, run_service
+from services.gateway.admission import (
+    Admission,
+    Budgets,
+    Network,
+    client_address,
+    parse_networks,
+    peer_of_grpc,
+)
 from services.gateway.connection import CLOSE_SHUTDOWN, Connection
 from services.gateway.convert import JsonId, server_bytes
+from services.gateway.edge import (
+    SOCKET_SLACK,
+    SocketGuard,
+    add_security_headers,
+    origin_allowed,
+    parse_origins,
+)
 from services.gateway.encoding import SharedServerText
 from services.gateway.limits import Limits
 from services.gateway.metrics import GatewayMetrics
@@ -68,6 +83,9 @@ WS_READ_LIMIT = 1024 * 1024
 DEFAULT_SESSION_STREAMS = 2
 # Shared PlayMany calls carrying the clients' plays (a message on a stream instead of a unary call).
 DEFAULT_SESSION_PLAY_STREAMS = 2
+# A connection that has not sent a whole request this long after it was accepted (or after its
+# last response) is closed: headers that never end hold no socket for long.
+DEFAULT_HEADER_TIMEOUT_S = 10.0
 
 log = get_logger(__name__)
 
@@ -205,6 +223,12 @@ class Gateway:
     relay: SessionRelay | None = None
     # The clients' plays, over a few shared PlayMany calls (None: one unary Play call each).
     plays: PlayRelay | None = None
+    # Per-address budgets: connections, room creation, failed tokens.
+    admission: Admission = field(default_factory=Admission)
+    # Page origins besides the gateway's own that may open the WebSocket (browsers send Origin).
+    allowed_origins: tuple[str, ...] = ()
+    # Peers whose X-Forwarded-For names the client (the ingress); empty: the peer is the client.
+    trusted_proxies: tuple[Network, ...] = ()
 
     def _open(self, connection: Connection) -> Connection:
         connection.start()
@@ -225,21 +249,34 @@ class Gateway:
 
     # -- HTTP / WebSocket ----------------------------------------------------------------------
 
+    def _connection(self, transport: WebSocketTransport | GrpcTransport, address: str) -> Connection:
+        return Connection(
+            transport,
+            self.session,
+            self.limits,
+            self.metrics,
+            relay=self.relay,
+            plays=self.plays,
+            admission=self.admission,
+            address=address,
+        )
+
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         if self.draining:
             raise web.HTTPServiceUnavailable(text="draining")
+        if not origin_allowed(request, self.allowed_origins):
+            log.info("websocket origin refused", origin=request.headers.get("Origin", "")[:200])
+            raise web.HTTPForbidden(text="ORIGIN_NOT_ALLOWED: pages of this origin may not open /ws")
+        forwarded = request.headers.getall("X-Forwarded-For", [])
+        address = client_address(request.remote or "", forwarded, self.trusted_proxies)
+        refusal = self.admission.connect(address)
         ws = web.WebSocketResponse(max_msg_size=WS_READ_LIMIT, autoping=True)
         await ws.prepare(request)
-        connection = self._open(
-            Connection(
-                WebSocketTransport(ws, self.texts, _socket_of(request)),
-                self.session,
-                self.limits,
-                self.metrics,
-                relay=self.relay,
-                plays=self.plays,
-            )
-        )
+        connection = self._connection(WebSocketTransport(ws, self.texts, _socket_of(request)), address)
+        if refusal is not None:
+            await connection.refuse(refusal)
+            return ws
+        self._open(connection)
         try:
             async for frame in ws:
                 if frame.type == WSMsgType.TEXT:
@@ -252,6 +289,7 @@ class Gateway:
                 if connection.closed.is_set():
                     break
         finally:
+            self.admission.disconnect(address)
             self.connections.discard(connection)
             await connection.finish()
             if not ws.closed:
@@ -271,6 +309,7 @@ class Gateway:
 
     def web_app(self) -> web.Application:
         app = web.Application()
+        app.on_response_prepare.append(add_security_headers)
         app.router.add_get("/", self.index)
         app.router.add_get("/ws", self.websocket)
         app.router.add_get("/healthz", self.healthz)
@@ -287,10 +326,14 @@ class Gateway:
     ) -> None:
         if self.draining:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
-        transport = GrpcTransport(context)
-        connection = self._open(
-            Connection(transport, self.session, self.limits, self.metrics, relay=self.relay, plays=self.plays)
-        )
+        forwarded = [str(v) for k, v in context.invocation_metadata() or () if k == "x-forwarded-for"]
+        address = client_address(peer_of_grpc(context.peer()), forwarded, self.trusted_proxies)
+        refusal = self.admission.connect(address)
+        connection = self._connection(GrpcTransport(context), address)
+        if refusal is not None:
+            await connection.refuse(refusal)
+            return
+        self._open(connection)
 
         async def read() -> None:
             async for request in requests:
@@ -308,6 +351,7 @@ class Gateway:
         finally:
             for task in (reader, closed):
                 task.cancel()
+            self.admission.disconnect(address)
             self.connections.discard(connection)
             await connection.finish()
 
@@ -383,6 +427,10 @@ async def start_gateway(
     session_play_streams: int = DEFAULT_SESSION_PLAY_STREAMS,
     service_token: str | None = None,
     reflection: bool = False,
+    budgets: Budgets | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
+    allowed_origins: tuple[str, ...] = (),
+    trusted_proxies: tuple[Network, ...] = (),
 ) -> RunningGateway:
     """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones).
 
@@ -390,7 +438,8 @@ async def start_gateway(
     client its own Subscribe call (the way before SubscribeMany, kept for comparison).
     ``session_play_streams`` shared PlayMany calls carry the clients' plays; 0 makes one unary
     Play call per play (the way before PlayMany). ``service_token`` is presented on every session
-    call, the shared streams included.
+    call, the shared streams included. ``budgets`` are the per-address limits
+    (:mod:`services.gateway.admission`; production defaults when None, loopback included).
     """
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
     # load: any replica can serve any room on the Redis store.
@@ -407,9 +456,16 @@ async def start_gateway(
         metrics,
         relay=SessionRelay(stub, session_streams) if session_streams else None,
         plays=PlayRelay(stub, session_play_streams, metrics.play_retries) if session_play_streams else None,
+        admission=Admission(budgets),
+        allowed_origins=allowed_origins,
+        trusted_proxies=trusted_proxies,
     )
-    runner = web.AppRunner(gateway.web_app(), access_log=None)
+    # aiohttp's keep-alive timer also runs from accept to the first complete request: the header timeout.
+    runner = web.AppRunner(gateway.web_app(), access_log=None, keepalive_timeout=header_timeout)
     await runner.setup()
+    assert runner.server is not None
+    socket_cap = gateway.admission.budgets.max_connections_per_address + SOCKET_SLACK
+    SocketGuard(socket_cap, trusted_proxies).install(runner.server)
     site = web.TCPSite(runner, host, http_port)
     await site.start()
     server_sockets = getattr(site._server, "sockets", None) or ()
@@ -434,7 +490,18 @@ async def serve_gateway(args: argparse.Namespace) -> None:
     """Run until SIGTERM/SIGINT, then shut down gracefully."""
     token = load_service_token(args.service_token_file)
     metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
-    limits = Limits(heartbeat_seconds=args.heartbeat_seconds, max_message_bytes=args.max_message_bytes)
+    limits = Limits(
+        heartbeat_seconds=args.heartbeat_seconds,
+        max_message_bytes=args.max_message_bytes,
+        hello_timeout_seconds=args.hello_timeout_seconds,
+    )
+    budgets = Budgets(
+        max_connections_per_address=args.max_connections_per_address,
+        connection_rate_per_address=args.connections_per_second_per_address,
+        rooms_per_minute_per_address=args.rooms_per_minute_per_address,
+        auth_failures_per_minute_per_address=args.auth_failures_per_minute_per_address,
+        auth_failures_per_minute_per_room=args.auth_failures_per_minute_per_room,
+    )
     running = await start_gateway(
         session_target=args.session,
         host=args.host,
@@ -445,6 +512,10 @@ async def serve_gateway(args: argparse.Namespace) -> None:
         session_play_streams=args.session_play_streams,
         service_token=token,
         reflection=args.reflection,
+        budgets=budgets,
+        header_timeout=args.header_timeout_seconds,
+        allowed_origins=args.allowed_origins,
+        trusted_proxies=args.trusted_proxies,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -506,5 +577,78 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         default=DEFAULT_SESSION_PLAY_STREAMS,
         help="shared PlayMany calls for the clients' plays (0: one unary Play call per play)",
     )
+    _add_edge_flags(parser)
     parser.set_defaults(handler=run_command)
     return parser
+
+
+def _flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` for argparse: its ValueError text becomes the flag's error message."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def _add_edge_flags(parser: argparse.ArgumentParser) -> None:
+    """Timeouts and per-client budgets of the HTTP/WebSocket/gRPC front end (docs/operations.md)."""
+    b = Budgets()
+    flag = functools.partial(add_env_argument, parser)
+    flag(
+        "--header-timeout-seconds",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        help="close a connection that sent no complete HTTP request this long after accept",
+    )
+    flag(
+        "--hello-timeout-seconds",
+        type=float,
+        default=Limits().hello_timeout_seconds,
+        help="close a WebSocket/Connect stream that sent no first message this long after opening",
+    )
+    flag(
+        "--max-connections-per-address",
+        type=int,
+        default=b.max_connections_per_address,
+        help="concurrent WebSocket + gRPC Connect clients per client address (IPv6: per /64)",
+    )
+    flag(
+        "--connections-per-second-per-address",
+        type=float,
+        default=b.connection_rate_per_address,
+        help=f"new client connections per second per address (bursts of {b.connection_burst_per_address})",
+    )
+    flag(
+        "--rooms-per-minute-per-address",
+        type=int,
+        default=b.rooms_per_minute_per_address,
+        help="createRoom per minute per client address",
+    )
+    flag(
+        "--auth-failures-per-minute-per-address",
+        type=int,
+        default=b.auth_failures_per_minute_per_address,
+        help="refused seat tokens (resume) per minute per client address",
+    )
+    flag(
+        "--auth-failures-per-minute-per-room",
+        type=int,
+        default=b.auth_failures_per_minute_per_room,
+        help="refused seat tokens per minute against one room, from all addresses together",
+    )
+    flag(
+        "--trusted-proxies",
+        type=_flag_type(parse_networks),
+        default="",
+        help="comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client (empty: none)",
+    )
+    flag(
+        "--allowed-origins",
+        type=_flag_type(parse_origins),
+        default="",
+        help="comma-separated page origins, besides the gateway's own, that may open /ws (empty: none)",
+    )

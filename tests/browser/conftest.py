@@ -169,6 +169,11 @@ async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
         page = context.pages[0] if context.pages else await context.new_page()
         page.on("websocket", log.watch)
         page.on("pageerror", lambda exc: log.page_errors.append(str(exc)))
+        # The gateway's CSP must not block anything the table does (Chromium reports it on the console).
+        page.on(
+            "console",
+            lambda m: log.page_errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
         try:
             yield Browser(page, log, [])
         finally:

@@ -2,7 +2,7 @@
 // demo mode (`?demo=table|lobby|results|replay`, `demo=1` = table) that renders fixtures without a server.
 
 import { $, fill, h } from './dom.js';
-import { Connection } from './connection.js';
+import { Connection, ownSocketUrl } from './connection.js';
 import { initLang, lang, setLang, t, translateStatic } from './i18n.js';
 import { buildFrames, renderFrame } from './replay.js';
 import { avatarLetter, Table } from './table.js';
@@ -403,8 +403,7 @@ function main() {
     startDemo();
     return;
   }
-  const wsUrl = params.get('ws') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
-  app.conn = new Connection({ url: wsUrl, lang, onMessage, onState: setConnState });
+  app.conn = new Connection({ url: ownSocketUrl(), lang, onMessage, onState: setConnState });
   const conn = app.conn;
   // Test hook: which event seqs were applied, in order (a resume must neither lose nor repeat one).
   window.__ninetyNine = {

@@ -7,6 +7,14 @@ const STORE_KEY = 'nn.session';
 const BACKOFF_START_MS = 500;
 const BACKOFF_MAX_MS = 15000;
 
+/**
+ * The gateway's WebSocket on this page's own origin: the only place the seat token is ever sent
+ * (no URL parameter can point it elsewhere; the server's CSP connect-src 'self' says the same).
+ */
+export function ownSocketUrl() {
+  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+}
+
 export function loadSession() {
   try {
     return JSON.parse(sessionStorage.getItem(STORE_KEY) || 'null');

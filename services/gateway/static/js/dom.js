@@ -7,6 +7,7 @@ export function h(tag, attrs = {}, ...children) {
     if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
     else if (key === 'class') el.className = value;
     else if (key === 'text') el.textContent = value;
+    else if (key === 'style') el.style.cssText = value; // CSSOM: allowed by the CSP, a style attribute is not
     else el.setAttribute(key, value === true ? '' : String(value));
   }
   for (const child of children.flat()) {
