@@ -34,6 +34,7 @@ __all__ = [
     "KeyedBuckets",
     "Network",
     "Refusal",
+    "address_key",
     "client_address",
     "is_trusted",
     "parse_networks",
@@ -133,11 +134,11 @@ class Admission:
         self._auth_by_room = KeyedBuckets(per_room / 60, per_room, b.max_keys)
 
     def open_connections(self, address: str) -> int:
-        return self._open.get(_key(address), 0)
+        return self._open.get(address_key(address), 0)
 
     def connect(self, address: str) -> Refusal | None:
         """A new client connection from ``address``; when granted, :meth:`disconnect` must follow."""
-        key = _key(address)
+        key = address_key(address)
         b = self.budgets
         if self._open.get(key, 0) >= b.max_connections_per_address:
             return Refusal("TOO_MANY_CONNECTIONS", 1000, str(b.max_connections_per_address))
@@ -148,7 +149,7 @@ class Admission:
         return None
 
     def disconnect(self, address: str) -> None:
-        key = _key(address)
+        key = address_key(address)
         left = self._open.get(key, 0) - 1
         if left > 0:
             self._open[key] = left
@@ -156,7 +157,7 @@ class Admission:
             self._open.pop(key, None)
 
     def create_room(self, address: str) -> Refusal | None:
-        wait = self._rooms.take(_key(address), self.clock())
+        wait = self._rooms.take(address_key(address), self.clock())
         if wait:
             return Refusal("TOO_MANY_ROOMS", wait, f"{self.budgets.rooms_per_minute_per_address}/min")
         return None
@@ -164,7 +165,7 @@ class Admission:
     def may_authenticate(self, address: str, room_id: str | None) -> Refusal | None:
         """Whether a token may be tried now (the budgets of failures are not spent)."""
         now = self.clock()
-        wait = self._auth_by_address.wait_ms(_key(address), now)
+        wait = self._auth_by_address.wait_ms(address_key(address), now)
         limit = f"{self.budgets.auth_failures_per_minute_per_address}/min"
         if not wait and room_id is not None:
             wait = self._auth_by_room.wait_ms(room_id, now)
@@ -173,12 +174,12 @@ class Admission:
 
     def authentication_failed(self, address: str, room_id: str | None) -> None:
         now = self.clock()
-        self._auth_by_address.take(_key(address), now)
+        self._auth_by_address.take(address_key(address), now)
         if room_id is not None:
             self._auth_by_room.take(room_id, now)
 
 
-def _key(address: str) -> str:
+def address_key(address: str) -> str:
     """The budget key of an address: IPv4 as is, IPv6 by its /64, anything else verbatim."""
     try:
         ip = ipaddress.ip_address(address)

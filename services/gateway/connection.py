@@ -229,10 +229,12 @@ class Connection:
 
     async def refuse(self, refusal: Refusal) -> None:
         """Turn the connection away (a budget of its address said no): fatal error, goodbye abuse, 1008."""
+        self.metrics.refusals.labels(refusal.reason).inc()
         err = self.error_message(refusal.reason, refusal.metadata, fatal=True)
         await self.close_with("abuse", CLOSE_ABUSE, retry_after_ms=refusal.retry_after_ms, error=err)
 
     def send_refusal(self, refusal: Refusal, reply_id: JsonId | None) -> None:
+        self.metrics.refusals.labels(refusal.reason).inc()
         self.send_error(refusal.reason, reply_id, refusal.metadata)
 
     def _close_soon(self, reason: str, code: int, **kwargs: object) -> None:

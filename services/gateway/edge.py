@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from services.common.logging import get_logger
-from services.gateway.admission import Network, is_trusted
+from services.gateway.admission import Network, address_key, is_trusted
 
 __all__ = [
     "CSP",
@@ -123,6 +123,7 @@ class SocketGuard:
         peer = str(peername[0]) if isinstance(peername, tuple) and peername else ""
         if not peer or is_trusted(peer, self.trusted_proxies):
             return
+        peer = address_key(peer)  # IPv6 per /64, as the budgets count
         count = self._open.get(peer, 0)
         if count >= self.limit:
             self.on_refused()

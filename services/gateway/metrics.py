@@ -63,6 +63,7 @@ class GatewayMetrics:
     messages: Counter
     move_duration: Histogram
     rate_limited: Counter
+    refusals: Counter
     slow_client_disconnects: Counter
     play_retries: Counter
 
@@ -92,6 +93,12 @@ class GatewayMetrics:
                 "ninetynine_gateway_rate_limited_total",
                 "Client messages refused by the per-connection rate limit.",
                 ("protocol",),
+                registry=registry,
+            ),
+            refusals=_Counter(
+                "ninetynine_gateway_refusals_total",
+                "Connections and requests refused by a per-address budget or the Origin check, by reason.",
+                ("reason",),
                 registry=registry,
             ),
             slow_client_disconnects=_Counter(

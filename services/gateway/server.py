@@ -265,18 +265,28 @@ class Gateway:
         if self.draining:
             raise web.HTTPServiceUnavailable(text="draining")
         if not origin_allowed(request, self.allowed_origins):
+            self.metrics.refusals.labels("ORIGIN_NOT_ALLOWED").inc()
             log.info("websocket origin refused", origin=request.headers.get("Origin", "")[:200])
             raise web.HTTPForbidden(text="ORIGIN_NOT_ALLOWED: pages of this origin may not open /ws")
         forwarded = request.headers.getall("X-Forwarded-For", [])
         address = client_address(request.remote or "", forwarded, self.trusted_proxies)
         refusal = self.admission.connect(address)
+        if refusal is not None:
+            ws = web.WebSocketResponse(max_msg_size=WS_READ_LIMIT)
+            await ws.prepare(request)
+            await self._connection(WebSocketTransport(ws, self.texts), address).refuse(refusal)
+            return ws
+        try:
+            return await self._serve_websocket(request, address)
+        finally:
+            self.admission.disconnect(address)
+
+    async def _serve_websocket(self, request: web.Request, address: str) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=WS_READ_LIMIT, autoping=True)
         await ws.prepare(request)
-        connection = self._connection(WebSocketTransport(ws, self.texts, _socket_of(request)), address)
-        if refusal is not None:
-            await connection.refuse(refusal)
-            return ws
-        self._open(connection)
+        connection = self._open(
+            self._connection(WebSocketTransport(ws, self.texts, _socket_of(request)), address)
+        )
         try:
             async for frame in ws:
                 if frame.type == WSMsgType.TEXT:
@@ -289,7 +299,6 @@ class Gateway:
                 if connection.closed.is_set():
                     break
         finally:
-            self.admission.disconnect(address)
             self.connections.discard(connection)
             await connection.finish()
             if not ws.closed:
@@ -329,11 +338,21 @@ class Gateway:
         forwarded = [str(v) for k, v in context.invocation_metadata() or () if k == "x-forwarded-for"]
         address = client_address(peer_of_grpc(context.peer()), forwarded, self.trusted_proxies)
         refusal = self.admission.connect(address)
-        connection = self._connection(GrpcTransport(context), address)
         if refusal is not None:
-            await connection.refuse(refusal)
+            await self._connection(GrpcTransport(context), address).refuse(refusal)
             return
-        self._open(connection)
+        try:
+            await self._serve_connect(requests, context, address)
+        finally:
+            self.admission.disconnect(address)
+
+    async def _serve_connect(
+        self,
+        requests: AsyncIterator[gw.ConnectRequest | Undecodable],
+        context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse],
+        address: str,
+    ) -> None:
+        connection = self._open(self._connection(GrpcTransport(context), address))
 
         async def read() -> None:
             async for request in requests:
@@ -351,7 +370,6 @@ class Gateway:
         finally:
             for task in (reader, closed):
                 task.cancel()
-            self.admission.disconnect(address)
             self.connections.discard(connection)
             await connection.finish()
 
@@ -465,7 +483,8 @@ async def start_gateway(
     await runner.setup()
     assert runner.server is not None
     socket_cap = gateway.admission.budgets.max_connections_per_address + SOCKET_SLACK
-    SocketGuard(socket_cap, trusted_proxies).install(runner.server)
+    refused = functools.partial(metrics.refusals.labels("SOCKET_LIMIT").inc, 1)
+    SocketGuard(socket_cap, trusted_proxies, refused).install(runner.server)
     site = web.TCPSite(runner, host, http_port)
     await site.start()
     server_sockets = getattr(site._server, "sockets", None) or ()

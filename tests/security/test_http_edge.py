@@ -77,6 +77,12 @@ async def _closed_by_server(sock: socket.socket) -> bool:
         return False
 
 
+def _refusals(running: RunningGateway, reason: str) -> float:
+    """``ninetynine_gateway_refusals_total{reason}`` of this gateway."""
+    (family,) = running.gateway.metrics.refusals.collect()
+    return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["reason"] == reason)
+
+
 async def _raw_socket(running: RunningGateway, source: str = "127.0.0.1") -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -142,6 +148,7 @@ async def test_connections_beyond_the_per_address_cap_are_refused_and_other_addr
         assert (await client.request({"type": "hello", "id": 1, "lang": "en"}))["type"] == "welcome"
     refused = await _refused_with(await clients(running))
     assert refused["reason"] == "TOO_MANY_CONNECTIONS" and refused["metadata"]["limit"] == "3"
+    assert _refusals(running, "TOO_MANY_CONNECTIONS") == 1
 
     other = await clients(running, OTHER_ADDRESS)
     assert (await other.request({"type": "hello", "id": 1, "lang": "en"}))["type"] == "welcome"
@@ -192,6 +199,7 @@ async def test_idle_sockets_beyond_the_cap_are_dropped_at_accept(make_gateway: G
     other = await _raw_socket(running, OTHER_ADDRESS)
     try:
         assert await _closed_by_server(extra)
+        assert _refusals(running, "SOCKET_LIMIT") == 1
         loop = asyncio.get_running_loop()
         await loop.sock_sendall(other, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         reply = b""
