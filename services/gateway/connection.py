@@ -7,9 +7,10 @@ client never blocks anyone else: when its queue is full it gets ``goodbye slowCl
 closed (it can ``resume``).
 
 Per frame, in order: idle timer reset, hard size limit (fatal), rate limit (token bucket; too
-many refusals in the window is abuse), soft size limit, parsing, then one session call. Every
-client message runs in its own request scope, so the session sees a fresh ``x-request-id``, and
-ends with one canonical log line.
+many refusals in the window is abuse), soft size limit, parsing, then one session call
+(``createRoom`` and ``resume`` first pass the per-address budgets of
+:mod:`services.gateway.admission`). Every client message runs in its own request scope, so the
+session sees a fresh ``x-request-id``, and ends with one canonical log line.
 """
 
 from __future__ import annotations

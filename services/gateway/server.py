@@ -5,7 +5,10 @@ one turns messages into the JSON of docs/client-protocol.md through
 :mod:`services.gateway.convert`. The HTTP side also serves the web table (``/`` and the static
 files) and ``/healthz``. The gRPC port carries health (and reflection with ``--reflection``).
 Every session call presents the service credential (``--service-token-file`` or
-``NINETYNINE_SERVICE_TOKEN``) when one is configured.
+``NINETYNINE_SERVICE_TOKEN``) when one is configured. Every client connection, WebSocket or
+``Connect``, is counted against its address's budgets (:mod:`services.gateway.admission`); the HTTP
+edge itself (security headers, Origin check, socket cap, header timeout) is
+:mod:`services.gateway.edge`.
 
 Shutdown (SIGTERM/SIGINT): health NOT_SERVING, ``goodbye{serverShutdown, retryAfterMs}`` to
 every client, close them, stop the listeners (in-flight calls get ``grace`` seconds), close the
