@@ -35,6 +35,7 @@ from aiohttp import WSMsgType, web
 from grpc_health.v1 import health_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
+from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -45,7 +46,7 @@ from services.common.credential import (
     bearer_metadata,
     load_service_token,
 )
-from services.common.grpcclient import create_channel
+from services.common.grpcclient import create_channel, failover_options
 from services.common.grpcserver import HealthServicer, create_server
 from services.common.interceptors import CanonicalLogInterceptor
 from services.common.lenient import Undecodable, lenient
@@ -82,6 +83,9 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 # aiohttp refuses frames above this by itself (close 1009, no goodbye); below it the gateway
 # answers oversized frames with its own errors.
 WS_READ_LIMIT = 1024 * 1024
+SESSION_SERVICE = spb.DESCRIPTOR.services_by_name["SessionService"]
+# Session methods that may run twice with the effect of once: reads, and Play (by client_seq).
+SESSION_IDEMPOTENT = ("GetRoom", "ListRooms", "GetView", "GetResult", "GetReplay", "Play", "Subscribe")
 # Shared SubscribeMany calls to the session (a few, so several replicas behind round-robin share them).
 DEFAULT_SESSION_STREAMS = 2
 # Shared PlayMany calls carrying the clients' plays (a message on a stream instead of a unary call).
@@ -463,10 +467,11 @@ async def start_gateway(
     (:mod:`services.gateway.admission`; production defaults when None, loopback included).
     """
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
-    # load: any replica can serve any room on the Redis store.
+    # load: any replica can serve any room on the Redis store, so a call cut off by one's death is
+    # retried on another (the idempotent ones) and no call fails while one is up.
     channel = create_channel(
         session_target,
-        options=[("grpc.lb_policy_name", "round_robin")],
+        options=failover_options(SESSION_SERVICE, SESSION_IDEMPOTENT),
         metadata=bearer_metadata(service_token) if service_token else (),
     )
     stub = spb_grpc.SessionServiceStub(channel)

@@ -51,6 +51,7 @@ class WsPlayer:
     client: WsClient | None = None
     retry_delay_s: float = 0.1
     drop_probability: float = 0.0  # per message read: close the socket without a word, then resume
+    think_s: float = 0.0  # pause before each play, so that a game lasts long enough for its faults
 
     async def connect(self) -> WsClient:
         self.client = await ws_connect(self.http, self.port_of_gateway())
@@ -104,6 +105,8 @@ class WsPlayer:
                 # (e.g. of a presence change) still says myTurn. A client ignores it.
                 return
             if view.get("myTurn") and view["legalPlays"] and self.pending is None:
+                if self.think_s:
+                    await asyncio.sleep(self.think_s)
                 self.client_seq += 1
                 action = random.choice(view["legalPlays"])["action"]
                 self.pending = {
