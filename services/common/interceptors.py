@@ -10,8 +10,10 @@ Server side, :class:`CanonicalLogInterceptor` wraps every handler (unary and str
   status (same as calling :func:`services.common.errors.abort`);
 * at the end emits exactly one ``rpc`` line: ``method``, ``code`` (``OK``, ``INVALID_ARGUMENT``...),
   ``duration_ms``, plus whatever the handler added with :func:`bind_rpc_fields` (mode, seq, room_id,
-  player_id, reason...). Handler exceptions other than aborts are logged with their traceback
-  at level error and re-raised untouched (grpc reports them as ``UNKNOWN``).
+  player_id, reason...), and ``attempt`` (2, 3...) when the call is a client's gRPC retry (it
+  carries ``grpc-previous-rpc-attempts``; such calls are also counted by ``retries``). Handler
+  exceptions other than aborts are logged with their traceback at level error and re-raised
+  untouched (grpc reports them as ``UNKNOWN``).
 
 Cost (``python -m bench rpc_overhead``): the line and the latency sample are written from a loop
 callback scheduled as the handler returns, so they run after grpc has handed the response to the
@@ -47,7 +49,7 @@ from typing import Any, TypeVar, cast
 
 import grpc
 import grpc.aio
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 from services.common.context import (
     ACCEPT_LANGUAGE_HEADER,
@@ -88,6 +90,8 @@ _MAX_CACHED_CHILDREN = 4096
 
 AnyContext = grpc.aio.ServicerContext[Any, Any]
 Behavior = Callable[[Any, AnyContext], Any]
+# Sent by a gRPC client on each retry attempt of a call: how many attempts went before.
+PREVIOUS_ATTEMPTS_HEADER = "grpc-previous-rpc-attempts"
 
 
 class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -95,7 +99,8 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
 
     ``rpc_histogram`` (optional) must have the label names ``("method", "code", *label_fields)``;
     it is observed in seconds. Its labelled children are cached per label values (don't
-    ``remove()`` them from the histogram while the server runs).
+    ``remove()`` them from the histogram while the server runs). ``retries`` (optional, labelled
+    ``method``) counts the calls that are a client's retry of an attempt that failed.
     """
 
     def __init__(
@@ -104,9 +109,11 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
         rpc_histogram: Histogram | None = None,
         *,
         label_fields: Sequence[str] = (),
+        retries: Counter | None = None,
     ) -> None:
         self.service = service
         self._histogram = rpc_histogram
+        self._retries = retries
         self._label_fields = tuple(label_fields)
         if rpc_histogram is not None:
             expected = ("method", "code", *self._label_fields)
@@ -183,13 +190,18 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
         try:
             rid: str | bytes | None = None
             language: str | bytes | None = None
+            previous: str | bytes | None = None
             for key, value in context.invocation_metadata() or ():
                 if key == REQUEST_ID_HEADER:
                     if rid is None:
                         rid = value
                 elif key == ACCEPT_LANGUAGE_HEADER and language is None:
                     language = value
+                elif key == PREVIOUS_ATTEMPTS_HEADER:
+                    previous = value
             scope, token = open_scope(sanitize_request_id(rid), language, {"method": method})
+            if previous is not None:
+                self._retried(method, scope.fields, previous)
         except BaseException:
             body.close()
             raise
@@ -225,6 +237,14 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
                 loop.call_soon(self.record, method, code, seconds, scope.fields, failure)
             finally:
                 close_scope(token)
+
+    def _retried(self, method: str, fields: dict[str, object], previous: str | bytes) -> None:
+        """A retry attempt: its number on the canonical line, and one more in ``retries``."""
+        text = previous.decode("ascii", "replace") if isinstance(previous, bytes) else previous
+        if text.isdigit() and len(text) < 3:  # gRPC allows at most 5 attempts
+            fields["attempt"] = int(text) + 1
+        if self._retries is not None:
+            self._retries.labels(method).inc()
 
     def record(
         self,

@@ -256,7 +256,9 @@ def create_session_server(
         lease_ms=lease_ms,
         expiry_policy=ExpiryPolicy.from_seconds(lobby_idle_expiry_s, finished_retention_s),
     )
-    interceptor = CanonicalLogInterceptor("session", rpc_histogram("session", registry=registry))
+    interceptor = CanonicalLogInterceptor(
+        "session", rpc_histogram("session", registry=registry), retries=room_service.metrics.retried_calls
+    )
     interceptors: list[grpc.aio.ServerInterceptor] = [interceptor]  # type: ignore[type-arg]
     if service_token is not None:
 

@@ -184,6 +184,12 @@ class SessionMetrics:
         )
         for reason in expiry.REASONS:
             self.rooms_expired.labels(reason)
+        self.retried_calls = PromCounter(
+            "ninetynine_session_retried_calls_total",
+            "Calls that are a client's retry of an attempt that failed (a replica died under it), by method.",
+            ["method"],
+            registry=registry,
+        )
 
 
 @dataclass(slots=True)

@@ -60,6 +60,7 @@ SERVICE_METRICS: dict[str, str] = {
     "ninetynine_session_store_errors_total": "counter",
     "ninetynine_session_bot_moves_total": "counter",
     "ninetynine_session_rooms_expired_total": "counter",
+    "ninetynine_session_retried_calls_total": "counter",
     "ninetynine_gateway_connections": "gauge",
     "ninetynine_gateway_messages_total": "counter",
     "ninetynine_gateway_move_duration_seconds": "histogram",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,8 @@ class WsPlayer:
     retry_delay_s: float = 0.1
     drop_probability: float = 0.0  # per message read: close the socket without a word, then resume
     think_s: float = 0.0  # pause before each play, so that a game lasts long enough for its faults
+    pending_since: float = 0.0  # monotonic time the pending play was first sent
+    longest_wait_s: float = 0.0  # the longest any play waited for its 'played'
 
     async def connect(self) -> WsClient:
         self.client = await ws_connect(self.http, self.port_of_gateway())
@@ -118,9 +121,11 @@ class WsPlayer:
                 }
                 self.pending_resent = False
                 self.pending_total = view["total"]
+                self.pending_since = time.monotonic()
                 await self.client.send(self.pending)
         elif kind == "played" and self.pending and message["clientSeq"] == self.pending["clientSeq"]:
             self.acked.append(message["seq"])
+            self.longest_wait_s = max(self.longest_wait_s, time.monotonic() - self.pending_since)
             self.pending = None
         elif kind == "error":
             self.errors.append(message)

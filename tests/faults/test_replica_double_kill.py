@@ -89,7 +89,11 @@ async def test_no_player_notices_two_replicas_killed_in_turn(
                 await assert_player_saw_the_game(stub, replay, player)
         assert not lobby_errors, f"the lobby client was sent errors: {lobby_errors}"
         retried = gateway.log_path.read_text().count("play retried on a new shared stream")
-        print(f"first replica back {back:.1f} s after its kill, games over {ended:.1f} s; {retried} resent")
+        wait = max(p.longest_wait_s for p in everyone)
+        print(
+            f"first replica back {back:.1f} s after its kill, games over {ended:.1f} s; {retried} plays "
+            f"resent; the longest a play waited for its answer: {wait:.2f} s"
+        )
     finally:
         for task in playing:
             task.cancel()
