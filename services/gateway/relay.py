@@ -20,8 +20,10 @@ code, details and ``grpc-status-details-bin`` trailer Play would have failed wit
 drained it on shutdown, or went away), each of its unanswered plays is sent once more on a new
 call, within the same timeout: plays are idempotent by ``client_seq``, so the resend is safe
 whether or not the first one landed, and with several replicas behind round robin the new call
-lands on one that is still serving. Only if that fails too does the play fail with the call's
-status (UNAVAILABLE when the session went away), and the client resends it itself. A play the
+lands on one that is still serving (the gateway's channel makes it wait for one to be connected,
+see :func:`services.common.grpcclient.failover_options`). Only if that fails too does the play
+fail with the call's status (UNAVAILABLE when the session went away, DEADLINE_EXCEEDED when no
+replica was there within the timeout), and the client resends it itself. A play the
 session answered with a refusal (an UNAVAILABLE one included, e.g. ENGINE_UNAVAILABLE) is never
 resent here: the refusal goes back to the caller as it is.
 """
