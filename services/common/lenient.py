@@ -8,6 +8,10 @@ becomes an :class:`Undecodable` marker, and the handler refuses it with INVALID_
 ``MALFORMED_REQUEST`` (one ``ErrorInfo`` in the service's domain, Korean or English text)
 before the servicer sees it. Streamed requests are checked one by one.
 
+Fields the schema does not know are dropped while parsing: a message a handler keeps (the
+options of a room, the action of a move) would otherwise carry whatever a client appended into
+the store and out to every other client.
+
     server.add_generic_rpc_handlers((lenient_handler(SERVICE_DESCRIPTOR, servicer, "x.ninetynine"),))
 """
 
@@ -51,13 +55,16 @@ class Undecodable:
 
 
 def lenient(message_type: type[Message]) -> Callable[[bytes], Message | Undecodable]:
-    """A request deserializer for ``message_type`` that returns :class:`Undecodable` instead of raising."""
+    """A request deserializer for ``message_type`` that returns :class:`Undecodable` instead of raising
+    and drops unknown fields (at every depth)."""
 
     def parse(data: bytes) -> Message | Undecodable:
         try:
-            return message_type.FromString(data)
+            message = message_type.FromString(data)
         except DecodeError as exc:
             return Undecodable(str(exc), len(data))
+        message.DiscardUnknownFields()
+        return message
 
     return parse
 
