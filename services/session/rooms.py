@@ -12,10 +12,12 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+import grpc
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
 
+from services.common.errors import ServiceError
 from services.session.errors import session_error
 
 ROOM_ID_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud as a join code
@@ -91,6 +93,50 @@ def seat_of(doc: doc_pb.RoomDocument, player_id: str) -> doc_pb.StoredSeat:
         if seat.player_id == player_id:
             return seat
     raise session_error("INVALID_TOKEN")
+
+
+# Refusals that answer a play for good (docs/client-protocol.md §3): the rules' (malformed or not
+# allowed now), the lobby's and an outdated view's. Anything else (engine or store unavailable,
+# room busy) says nothing about the play, which may be sent again.
+_OUTCOME_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION)
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def is_play_outcome(err: ServiceError) -> bool:
+    """Whether ``err`` is a play's outcome, to be given again for the same client_seq."""
+    return err.code in _OUTCOME_CODES or err.reason == "VIEW_OUTDATED"
+
+
+def refuse_play(seat: doc_pb.StoredSeat, client_seq: int, err: ServiceError) -> None:
+    """Record that the seat's ``client_seq`` was refused with ``err``."""
+    seat.last_client_seq = client_seq
+    seat.last_outcome_seq = 0
+    seat.last_outcome_total = 0
+    seat.last_refusal.CopyFrom(
+        doc_pb.StoredRefusal(
+            code=err.code.value[0],
+            reason=err.reason,
+            domain=err.domain,
+            metadata=err.metadata,
+            message_ko=err.message_ko,
+            message_en=err.message_en,
+        )
+    )
+
+
+def last_refusal(seat: doc_pb.StoredSeat) -> ServiceError | None:
+    """The refusal of the seat's last client_seq, as it was given; None when it was applied."""
+    if not seat.HasField("last_refusal"):
+        return None
+    stored = seat.last_refusal
+    return ServiceError(
+        _CODES.get(stored.code, grpc.StatusCode.FAILED_PRECONDITION),
+        stored.reason,
+        stored.domain,
+        message_ko=stored.message_ko,
+        message_en=stored.message_en,
+        metadata=dict(stored.metadata),
+    )
 
 
 def new_room(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import grpc
-from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
+from ninetynine.engine.v1 import engine_service_pb2, events_pb2, game_pb2, state_pb2, view_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge, Histogram
@@ -710,14 +710,19 @@ class RoomService:
         if not action.card_id:
             raise session_error("INVALID_ACTION")
         room_id = rooms.token_room(token)
+        refusal: list[ServiceError] = []  # the refusal the committed step recorded
 
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            refusal.clear()
             caller = rooms.identify(doc, token)
             if caller.player_id is None:
                 raise session_error("SPECTATOR_CANNOT_ACT")
             bind_rpc_fields(player_id=caller.player_id)
             seat = rooms.seat_of(doc, caller.player_id)
             if client_seq == seat.last_client_seq:
+                first = rooms.last_refusal(seat)
+                if first is not None:
+                    raise first
                 raise _NoChange(
                     pb.PlayResponse(
                         client_seq=client_seq,
@@ -728,18 +733,17 @@ class RoomService:
                 )
             if client_seq < seat.last_client_seq:
                 raise session_error("STALE", clientSeq=client_seq, lastClientSeq=seat.last_client_seq)
-            if doc.phase == pb.ROOM_PHASE_LOBBY:
-                raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
-            # After the client_seq checks, so a resent play still gets its first outcome: a play
-            # chosen for an older situation must not land at today's total just because it is legal.
-            if expected_move_seq is not None and expected_move_seq != doc.state.seq:
-                raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
-            applied = await self._engine(
-                "Apply",
-                self.engine.apply(
-                    doc.state, caller.player_id, action, expected_seq=doc.state.seq, now_ms=now
-                ),
-            )
+            try:
+                applied = await self._judge(doc, caller.player_id, action, expected_move_seq, now)
+            except ServiceError as err:
+                if not rooms.is_play_outcome(err):
+                    raise  # transient: nothing is recorded, the same client_seq may be sent again
+                # The refusal is the play's outcome: committed (without events) before it is
+                # answered, so that the same client_seq gets it again on any replica, and is
+                # never applied later when the situation would allow it.
+                rooms.refuse_play(seat, client_seq, err)
+                refusal.append(err)
+                return Step()
             out = Step(source="player")
             out.add_game(applied.events)
             self._advance(doc, applied.state, caller.player_id, action, "player", now)
@@ -747,6 +751,7 @@ class RoomService:
             seat.last_client_seq = client_seq
             seat.last_outcome_seq = doc.last_seq + len(out.events)
             seat.last_outcome_total = doc.state.total
+            seat.ClearField("last_refusal")
             return out
 
         try:
@@ -754,9 +759,31 @@ class RoomService:
         except _NoChange as dup:
             assert isinstance(dup.answer, pb.PlayResponse)
             return dup.answer
+        if refusal:
+            raise refusal[0]
         seat = rooms.seat_of(loaded.doc, rooms.identify(loaded.doc, token).player_id or "")
         return pb.PlayResponse(
             client_seq=client_seq, seq=seat.last_outcome_seq, total=seat.last_outcome_total
+        )
+
+    async def _judge(
+        self,
+        doc: doc_pb.RoomDocument,
+        player_id: str,
+        action: game_pb2.Action,
+        expected_move_seq: int | None,
+        now: int,
+    ) -> engine_service_pb2.ApplyResponse:
+        """The engine's answer to ``player_id`` playing ``action`` now, or the refusal of it."""
+        if doc.phase == pb.ROOM_PHASE_LOBBY:
+            raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
+        # After the client_seq checks, so a resent play still gets its first outcome: a play
+        # chosen for an older situation must not land at today's total just because it is legal.
+        if expected_move_seq is not None and expected_move_seq != doc.state.seq:
+            raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
+        return await self._engine(
+            "Apply",
+            self.engine.apply(doc.state, player_id, action, expected_seq=doc.state.seq, now_ms=now),
         )
 
     def _advance(

@@ -84,21 +84,31 @@ async def test_refusals_reach_the_client_as_the_same_frames_as_over_unary_play(
         for m in reversed(host.seen)
         if m["type"] == "event" and m["event"]["type"] == "cardPlayed"
     )
-    refused = {
-        "STALE": {"type": "play", "id": 2, "clientSeq": 49, "action": action},
-        "VIEW_OUTDATED": {
-            "type": "play",
-            "id": 3,
-            "clientSeq": 60,
-            "action": action,
-            "moveSeq": view["view"]["seq"] - 1,
-        },
-        "CARD_NOT_IN_HAND": {"type": "play", "id": 4, "clientSeq": 60, "action": {"cardId": played_card}},
-    }
-    for lang in ("ko", "en"):
+
+    def refusals(client_seq: int) -> dict[str, dict[str, Any]]:
+        # A refused clientSeq stays refused (client-protocol §3): each refusal has its own. The
+        # twin sends the same play again, so its answer is the remembered one.
+        return {
+            "STALE": {"type": "play", "id": 2, "clientSeq": 49, "action": action},
+            "VIEW_OUTDATED": {
+                "type": "play",
+                "id": 3,
+                "clientSeq": client_seq,
+                "action": action,
+                "moveSeq": view["view"]["seq"] - 1,
+            },
+            "CARD_NOT_IN_HAND": {
+                "type": "play",
+                "id": 4,
+                "clientSeq": client_seq + 1,
+                "action": {"cardId": played_card},
+            },
+        }
+
+    for lang, client_seq in (("ko", 60), ("en", 70)):
         await host.request({"type": "hello", "id": "h", "lang": lang})
         await twin.request({"type": "hello", "id": "h", "lang": lang})
-        for reason, play in refused.items():
+        for reason, play in refusals(client_seq).items():
             streamed, direct = await _refusal(host, play), await _refusal(twin, play)
             assert streamed["reason"] == reason, streamed
             assert streamed == direct, (lang, reason)

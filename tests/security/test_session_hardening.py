@@ -1,5 +1,7 @@
 """What an outside attack found in the session, through the real engine, session and gateway.
 
+* A refused play is its outcome (docs/client-protocol.md §3): the same ``clientSeq`` sent again
+  gets the same refusal, on any replica, even once the play would be legal, and is never applied.
 * Fields a gRPC client appends to a request (``CreateRoom.options``, ``Play.action``) are dropped
   at the edge: the stored room and what other clients are sent carry no trace of them.
 """
@@ -7,14 +9,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
+import grpc
+import pytest
 from google.protobuf.message import Message
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
 
 from services.common.wire import length_delimited
+from services.gateway.server import RunningGateway
+from tests.gateway.conftest import WsClient, WsFactory
 from tests.session.conftest import Stack, engine_port, make_stack, store_url
+from tests.session.helpers import ENGINE_DOMAIN, only_error_info, refused, room_of
 
 __all__ = ["engine_port", "make_stack", "store_url"]
 
@@ -115,3 +123,154 @@ async def test_unknown_fields_in_a_play_many_play_are_dropped(make_stack: MakeSt
     assert [x.WhichOneof("result") for x in answers] == ["played"], answers
     record = await stack.rooms.store.load_room(a.room.room_id)
     assert record is not None and MARKER[:40] not in record.data
+
+
+# -- a refused play is remembered ------------------------------------------------------------------
+
+
+async def _two_humans(stack: Stack) -> tuple[str, str, str]:
+    """A running game of two humans: (room id, the token to move, the other token)."""
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    b = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+    view = await stack.stub.GetView(pb.GetViewRequest(token=a.seat_token))
+    if view.view.my_turn:
+        return a.room.room_id, a.seat_token, b.seat_token
+    return a.room.room_id, b.seat_token, a.seat_token
+
+
+async def _view(stack: Stack, token: str) -> pb.GetViewResponse:
+    view: pb.GetViewResponse = await stack.stub.GetView(pb.GetViewRequest(token=token))
+    return view
+
+
+async def test_a_refused_client_seq_stays_refused_when_the_play_becomes_legal(make_stack: MakeStack) -> None:
+    stack = await make_stack(time_scale=1.0)  # 15 s turns: only the test's plays move the game
+    # The same room through another replica when the store is shared (Redis): the refusal is in
+    # the room, not in one replica's memory.
+    other = await make_stack(time_scale=1.0) if stack.rooms.store_kind == "redis" else stack
+    room_id, mover, waiting = await _two_humans(stack)
+
+    # Not this seat's turn: refused by the rules.
+    early = (await _view(stack, waiting)).view.hand[0].choices[0].action
+    first = await refused(
+        stack.stub.Play(pb.PlayRequest(token=waiting, client_seq=1, action=early)),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "NOT_YOUR_TURN",
+        ENGINE_DOMAIN,
+    )
+    opening = (await _view(stack, mover)).view
+    await stack.stub.Play(pb.PlayRequest(token=mover, client_seq=1, action=opening.legal_plays[0].action))
+
+    # Now it is this seat's turn and this play is legal; sent again under the refused client_seq it
+    # gets the first refusal back, word for word, and nothing is applied.
+    before = await _view(stack, waiting)
+    assert before.view.my_turn and before.view.legal_plays
+    legal = before.view.legal_plays[0].action
+    for replica in (stack, other):
+        again = await refused(
+            replica.stub.Play(pb.PlayRequest(token=waiting, client_seq=1, action=legal)),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "NOT_YOUR_TURN",
+            ENGINE_DOMAIN,
+        )
+        assert dict(only_error_info(again).metadata) == dict(only_error_info(first).metadata)
+        assert again.details() == first.details()
+    after = await _view(stack, waiting)
+    assert after.seq == before.seq and after.view == before.view
+    assert (await room_of(stack.stub, room_id)).last_seq == before.seq
+
+    # A new client_seq is judged afresh: the play lands.
+    applied = await other.stub.Play(pb.PlayRequest(token=waiting, client_seq=2, action=legal))
+    assert not applied.duplicate and applied.seq > before.seq
+    await refused(
+        stack.stub.Play(pb.PlayRequest(token=waiting, client_seq=1, action=legal)),
+        grpc.StatusCode.ABORTED,
+        "STALE",
+    )
+
+
+async def test_a_view_outdated_client_seq_stays_refused_with_the_current_move_seq(
+    make_stack: MakeStack,
+) -> None:
+    stack = await make_stack(time_scale=1.0)
+    _, mover, waiting = await _two_humans(stack)
+    opening = (await _view(stack, mover)).view
+    await stack.stub.Play(
+        pb.PlayRequest(
+            token=mover, client_seq=1, action=opening.legal_plays[0].action, expected_move_seq=opening.seq
+        )
+    )
+    now = (await _view(stack, waiting)).view
+    legal = now.legal_plays[0].action
+    stale = pb.PlayRequest(token=waiting, client_seq=5, action=legal, expected_move_seq=opening.seq)
+    first = await refused(stack.stub.Play(stale), grpc.StatusCode.ABORTED, "VIEW_OUTDATED")
+    # Resent with the counter of the current view, which would apply under a new client_seq.
+    stale.expected_move_seq = now.seq
+    again = await refused(stack.stub.Play(stale), grpc.StatusCode.ABORTED, "VIEW_OUTDATED")
+    assert dict(only_error_info(again).metadata) == dict(only_error_info(first).metadata)
+    assert (await _view(stack, waiting)).view == now
+    applied = await stack.stub.Play(
+        pb.PlayRequest(token=waiting, client_seq=6, action=legal, expected_move_seq=now.seq)
+    )
+    assert not applied.duplicate
+
+
+async def _bound(client: WsClient, kind: str, **fields: Any) -> dict[str, Any]:
+    reply = await client.request({"type": kind, "id": kind, **fields})
+    assert reply["type"] == "joined", reply
+    return reply
+
+
+def _my_view(predicate: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
+    return lambda m: m["type"] == "view" and predicate(m["view"])
+
+
+@pytest.mark.turn_time_scale(1.0)
+async def test_a_refused_client_seq_stays_refused_through_the_gateway(
+    gateway: RunningGateway, ws_client: WsFactory
+) -> None:
+    host, guest = await ws_client(gateway), await ws_client(gateway)
+    created = await _bound(host, "createRoom", name="지호", seats=2)
+    await _bound(guest, "joinRoom", roomId=created["roomId"], name="민서")
+    started = await host.request({"type": "startGame", "id": "s"})
+    assert started["type"] == "room"
+    host_view, guest_view = [
+        (await c.until(_my_view(lambda v: "myTurn" in v)))["view"] for c in (host, guest)
+    ]
+    mover, waiting = (host, guest) if host_view["myTurn"] else (guest, host)
+    opening, waiting_view = (host_view, guest_view) if host_view["myTurn"] else (guest_view, host_view)
+
+    early = waiting_view["hand"][0]["choices"][0]["action"]
+    first = await waiting.request({"type": "play", "id": "w1", "clientSeq": 7, "action": early})
+    assert first["type"] == "error" and first["reason"] == "NOT_YOUR_TURN", first
+    played = await mover.request(
+        {
+            "type": "play",
+            "id": "m1",
+            "clientSeq": 1,
+            "moveSeq": opening["seq"],
+            "action": opening["legalPlays"][0]["action"],
+        }
+    )
+    assert played["type"] == "played"
+    now = (await waiting.until(_my_view(lambda v: v.get("myTurn") is True)))["view"]
+    legal = now["legalPlays"][0]["action"]
+    again = await waiting.request(
+        {"type": "play", "id": "w2", "clientSeq": 7, "moveSeq": now["seq"], "action": legal}
+    )
+    assert again["type"] == "error" and again["reason"] == "NOT_YOUR_TURN", again
+    assert again["metadata"] == first["metadata"] and again["message"] == first["message"]
+    # Nothing was applied: under a new clientSeq the same play lands, as the seat's first move.
+    applied = await waiting.request(
+        {"type": "play", "id": "w3", "clientSeq": 8, "moveSeq": now["seq"], "action": legal}
+    )
+    assert applied["type"] == "played", applied
+    await waiting.until(lambda m: m["type"] in ("event", "view") and m["seq"] >= applied["seq"])
+    me = waiting_view["viewer"]
+    mine = [
+        m
+        for m in waiting.seen
+        if m["type"] == "event" and m["event"]["type"] == "cardPlayed" and m["event"]["player"] == me
+    ]
+    assert len(mine) == 1, mine

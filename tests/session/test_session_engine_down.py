@@ -148,3 +148,32 @@ async def test_play_resumes_promptly_after_a_long_engine_outage(
     reply = await eventually(accepted, timeout=30, every=0.1)
     assert not reply.duplicate and reply.seq > views[mover].seq, "the refused attempts applied nothing"
     assert time.monotonic() - back < 3, "the session reconnects to a returning engine within seconds"
+
+
+async def test_a_play_refused_for_lack_of_an_engine_applies_when_sent_again(
+    make_stack: MakeStack, engine: Engine
+) -> None:
+    # ENGINE_UNAVAILABLE says nothing about the play: unlike a rule refusal it is not its outcome,
+    # so the same client_seq sent again once the engine is back is judged and applied.
+    stack = await make_stack(time_scale=1.0)  # 15 s turns: the turn is still the mover's after
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    b = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+    views = {t: await stack.stub.GetView(pb.GetViewRequest(token=t)) for t in (a.seat_token, b.seat_token)}
+    mover = next(t for t, v in views.items() if v.view.my_turn)
+    play = pb.PlayRequest(token=mover, client_seq=1, action=views[mover].view.legal_plays[0].action)
+
+    await engine.stop()
+    await refused(stack.stub.Play(play), grpc.StatusCode.UNAVAILABLE, "ENGINE_UNAVAILABLE")
+    await engine.start()
+
+    async def applied() -> pb.PlayResponse | None:
+        try:
+            answer: pb.PlayResponse = await stack.stub.Play(play)
+        except grpc.aio.AioRpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err  # the channel reconnecting
+            return None
+        return answer
+
+    answer = await eventually(applied, timeout=10, every=0.1)
+    assert not answer.duplicate and answer.seq > views[mover].seq

@@ -272,7 +272,8 @@ async def test_each_play_is_logged_and_observed_as_its_own_request(
     assert _info(_failure(no_id)[2]).reason == "INVALID_CALL_ID"
     assert _info(_failure(missing)[2]).reason == "MISSING_PLAY" and missing.call_id == 3
     mover, view, _ = await _turn(stack, tokens)
-    after = await call.play(4, pb.PlayRequest(token=mover, client_seq=1, action=view.legal_plays[0].action))
+    # The seat refused under client_seq 1 is to move now: a new client_seq (1 stays refused).
+    after = await call.play(4, pb.PlayRequest(token=mover, client_seq=2, action=view.legal_plays[0].action))
     assert after.WhichOneof("result") == "played"
     assert await call.end() == grpc.StatusCode.OK
 

@@ -64,6 +64,7 @@ class StoredSeat(_message.Message):
     LAST_OUTCOME_SEQ_FIELD_NUMBER: _builtins.int
     LAST_OUTCOME_TOTAL_FIELD_NUMBER: _builtins.int
     CONSECUTIVE_TIMEOUTS_FIELD_NUMBER: _builtins.int
+    LAST_REFUSAL_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     name: _builtins.str
     bot: _builtins.bool
@@ -77,6 +78,13 @@ class StoredSeat(_message.Message):
     last_outcome_total: _builtins.int
     consecutive_timeouts: _builtins.int
     """Timeouts in a row; from 3 on the deadline shrinks to 3 s until the player acts."""
+    @_builtins.property
+    def last_refusal(self) -> Global___StoredRefusal:
+        """Set when last_client_seq was refused (last_outcome_* are then 0): the same client_seq again
+        gets this refusal back and is never applied (docs/client-protocol.md §3). Transient failures
+        (engine or store unavailable, room busy) are no outcome and are not kept.
+        """
+
     def __init__(
         self,
         *,
@@ -90,14 +98,73 @@ class StoredSeat(_message.Message):
         last_outcome_seq: _builtins.int = ...,
         last_outcome_total: _builtins.int = ...,
         consecutive_timeouts: _builtins.int = ...,
+        last_refusal: Global___StoredRefusal | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_refusal", b"last_refusal"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "connected", b"connected", "consecutive_timeouts", b"consecutive_timeouts", "last_client_seq", b"last_client_seq", "last_outcome_seq", b"last_outcome_seq", "last_outcome_total", b"last_outcome_total", "left", b"left", "name", b"name", "player_id", b"player_id", "token_hash", b"token_hash"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "connected", b"connected", "consecutive_timeouts", b"consecutive_timeouts", "last_client_seq", b"last_client_seq", "last_outcome_seq", b"last_outcome_seq", "last_outcome_total", b"last_outcome_total", "last_refusal", b"last_refusal", "left", b"left", "name", b"name", "player_id", b"player_id", "token_hash", b"token_hash"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___StoredSeat: _TypeAlias = StoredSeat  # noqa: Y015
+
+@_typing.final
+class StoredRefusal(_message.Message):
+    """A refusal as the caller received it, to be given again."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DOMAIN_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    MESSAGE_KO_FIELD_NUMBER: _builtins.int
+    MESSAGE_EN_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A google.rpc.Code value (never 0)."""
+    reason: _builtins.str
+    domain: _builtins.str
+    message_ko: _builtins.str
+    message_en: _builtins.str
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        domain: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        message_ko: _builtins.str = ...,
+        message_en: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "domain", b"domain", "message_en", b"message_en", "message_ko", b"message_ko", "metadata", b"metadata", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredRefusal: _TypeAlias = StoredRefusal  # noqa: Y015
 
 @_typing.final
 class RoomDocument(_message.Message):
