@@ -109,6 +109,8 @@ class Binding:
     player_id: str
     role: str
     host: bool
+    # Set while this connection's own leaveRoom runs: the room stream that ends with it is no news.
+    leaving: bool = False
 
 
 class Connection:
@@ -604,17 +606,24 @@ class Connection:
     async def _leave(self, reply_id: JsonId | None) -> None:
         assert self.binding is not None
         binding = self.binding
-        await self.session.LeaveRoom(
-            spb.LeaveRoomRequest(token=binding.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
-        )
+        binding.leaving = True
+        try:
+            await self.session.LeaveRoom(
+                spb.LeaveRoomRequest(token=binding.token), metadata=self._meta(), timeout=SESSION_TIMEOUT_S
+            )
+        finally:
+            binding.leaving = False
         if self._pump is not None:
             self._pump.cancel()
             await _reap(self._pump)
-            self._pump = None
+        self._unbind()
+        self.reply(reply_id, left=gw.Left(room_id=binding.room_id))
+
+    def _unbind(self) -> None:
         self.binding = None
+        self._pump = None
         self._last_room = None
         self.last_seq = 0
-        self.reply(reply_id, left=gw.Left(room_id=binding.room_id))
 
     # -- the room stream ------------------------------------------------------------------------
 
@@ -648,7 +657,14 @@ class Connection:
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
                 if code in _FINAL_SUBSCRIBE_CODES:
-                    self.send_service_error(to_service_error(exc, default_domain="gateway.ninetynine"), None)
+                    if binding.leaving:
+                        return  # this connection's own leaveRoom: `left` answers it
+                    err = to_service_error(exc, default_domain="gateway.ninetynine")
+                    self.send_service_error(err, None)
+                    if err.reason == "INVALID_TOKEN" and self.binding is binding:
+                        # The seat was given up (on another connection): this one is no longer in
+                        # the room and may bind again.
+                        self._unbind()
                     return
                 log.info(
                     "subscribe broken; retrying",

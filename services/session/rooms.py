@@ -67,6 +67,24 @@ class Caller:
         return self.player_id is None
 
 
+def token_digest(token: str) -> bytes:
+    """What the room stores of ``token``: the hash of its secret part."""
+    return _hash(token.partition(".")[2])
+
+
+def spectator_hashes(doc: doc_pb.RoomDocument) -> list[bytes]:
+    """The token hashes of the room's spectators."""
+    return list(doc.spectator_token_hashes)
+
+
+def seat_holds(doc: doc_pb.RoomDocument, player_id: str, digest: bytes) -> bool:
+    """Whether the token hashing to ``digest`` still acts for seat ``player_id``: leaving revokes it."""
+    for seat in doc.seats:
+        if seat.player_id == player_id:
+            return bool(seat.token_hash) and hmac.compare_digest(seat.token_hash, digest)
+    return False
+
+
 def identify(doc: doc_pb.RoomDocument, token: str) -> Caller:
     room_id, _, secret = token.partition(".")
     if room_id != doc.room_id:

@@ -199,11 +199,20 @@ class Loaded:
     record: RoomRecord
     doc: doc_pb.RoomDocument
     game: GameState | None = None  # decoded lazily for views
+    spectators: frozenset[bytes] | None = None  # the spectators' token hashes, built on first use
 
     def game_state(self) -> GameState:
         if self.game is None:
             self.game = state_from_proto(self.doc.state, validate=False)
         return self.game
+
+    def holds(self, caller: rooms.Caller, digest: bytes) -> bool:
+        """Whether the token hashing to ``digest`` still acts for ``caller`` in this version."""
+        if caller.player_id is not None:
+            return rooms.seat_holds(self.doc, caller.player_id, digest)
+        if self.spectators is None:
+            self.spectators = frozenset(rooms.spectator_hashes(self.doc))
+        return digest in self.spectators
 
 
 @dataclass(slots=True)
@@ -1083,11 +1092,13 @@ class RoomService:
         one ``batch`` item, yielded as its serialized bytes (assembled from the stored event
         payloads and the cached view), which the server's serializer passes through.
         ``heartbeats=False`` leaves out the idle heartbeats (and the task that makes them
-        possible): SubscribeMany keeps its shared call alive itself.
+        possible): SubscribeMany keeps its shared call alive itself. Once the token stops acting
+        for its seat or spectator place, the stream ends with INVALID_TOKEN (:meth:`_check_bound`).
         """
         room_id = rooms.token_room(token)
         loaded = await self.load(room_id, fresh=True)
         caller = rooms.identify(loaded.doc, token)
+        digest = rooms.token_digest(token)
         viewer = caller.player_id
         last = loaded.doc.last_seq
         oldest = await self._store_call("oldest", self.store.oldest_event_seq(room_id))
@@ -1134,6 +1145,7 @@ class RoomService:
                     parts.append(length_delimited(_BATCH_EVENTS, encoded))
                     if not _batch_end(stored.payload):
                         continue
+                    await self._check_bound(room_id, stored.seq, caller, digest)
                     if stored.seq >= catching_up_to:
                         self._fanned_out(room_id, stored.seq)
                         view = await self._view_update_bytes(room_id, stored.seq, viewer, lang)
@@ -1142,6 +1154,7 @@ class RoomService:
                     batch, parts = b"".join(parts), []
                     yield length_delimited(_BATCH, batch)
                     continue
+                await self._check_bound(room_id, stored.seq, caller, digest)
                 event = self._filtered(stored, viewer)
                 yield pb.SubscribeResponse(event=event)
                 if event.batch_end and stored.seq >= catching_up_to:
@@ -1158,6 +1171,19 @@ class RoomService:
                     del self._presence[presence_key]
                     if not self._stopping.is_set():
                         await self._set_presence(room_id, viewer, False)
+
+    async def _check_bound(self, room_id: str, seq: int, caller: rooms.Caller, digest: bytes) -> None:
+        """End a subscription whose token no longer acts for its seat or spectator place.
+
+        Checked against the room as of event ``seq`` or later before anything of that event goes
+        out: leaving revokes a token for good, so a newer version answers for ``seq`` too, and
+        every replica learns it from the room's own log (the leave's event, then its document).
+        """
+        loaded = self._cached(room_id)
+        if loaded is None or loaded.doc.last_seq < seq:
+            loaded = await self.load(room_id, fresh=True)
+        if not loaded.holds(caller, digest):
+            raise session_error("INVALID_TOKEN", roomId=room_id)
 
     async def _tail_items(
         self, room_id: str, after_seq: int, heartbeats: bool
@@ -1213,9 +1239,9 @@ class RoomService:
 
     async def _set_presence(self, room_id: str, player_id: str, connected: bool) -> None:
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:
-            seat = rooms.seat_of(doc, player_id)
-            if seat.bot or seat.left or seat.connected == connected:
-                return None
+            seat = next((s for s in doc.seats if s.player_id == player_id), None)
+            if seat is None or seat.bot or seat.left or seat.connected == connected:
+                return None  # (no seat: it was given up in the lobby)
             seat.connected = connected
             out = Step()
             out.add(

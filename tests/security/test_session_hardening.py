@@ -2,18 +2,22 @@
 
 * A refused play is its outcome (docs/client-protocol.md §3): the same ``clientSeq`` sent again
   gets the same refusal, on any replica, even once the play would be legal, and is never applied.
+* Giving up a seat ends every stream bound to its token, on every replica and through the
+  gateway, before any more of that seat's private data goes out.
 * Fields a gRPC client appends to a request (``CreateRoom.options``, ``Play.action``) are dropped
   at the edge: the stored room and what other clients are sent carry no trace of them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import pytest
 from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -22,7 +26,8 @@ from services.common.wire import length_delimited
 from services.gateway.server import RunningGateway
 from tests.gateway.conftest import WsClient, WsFactory
 from tests.session.conftest import Stack, engine_port, make_stack, store_url
-from tests.session.helpers import ENGINE_DOMAIN, only_error_info, refused, room_of
+from tests.session.helpers import ENGINE_DOMAIN, eventually, only_error_info, refused, room_of
+from tests.session.test_session_subscribe_many import Many
 
 __all__ = ["engine_port", "make_stack", "store_url"]
 
@@ -274,3 +279,129 @@ async def test_a_refused_client_seq_stays_refused_through_the_gateway(
         if m["type"] == "event" and m["event"]["type"] == "cardPlayed" and m["event"]["player"] == me
     ]
     assert len(mine) == 1, mine
+
+
+# -- a revoked seat's streams end ------------------------------------------------------------------
+
+
+def _seqs_with_hand(items: list[pb.SubscribeResponse]) -> list[int]:
+    """The room seqs of the items that carry the viewer's hand."""
+    out: list[int] = []
+    for item in items:
+        views = [item.view] if item.HasField("view") else [item.batch.view] if item.HasField("batch") else []
+        out.extend(v.seq for v in views if v.HasField("view") and len(v.view.hand))
+    return out
+
+
+def _seqs(items: list[pb.SubscribeResponse]) -> list[int]:
+    out: list[int] = []
+    for item in items:
+        if item.HasField("event"):
+            out.append(item.event.seq)
+        elif item.HasField("view"):
+            out.append(item.view.seq)
+        elif item.HasField("batch"):
+            out.extend(e.seq for e in item.batch.events)
+    return out
+
+
+async def _follow(stub: Any, token: str, batched: bool, into: list[pb.SubscribeResponse]) -> grpc.StatusCode:
+    """Read a Subscribe stream to its end; the status it ended with."""
+    stream = stub.Subscribe(pb.SubscribeRequest(token=token, batched=batched))
+    try:
+        async for item in stream:
+            if item.WhichOneof("item") != "heartbeat":
+                into.append(item)
+    except grpc.aio.AioRpcError as err:
+        assert only_error_info(err).reason == "INVALID_TOKEN", err
+        code: grpc.StatusCode = err.code()
+        return code
+    return grpc.StatusCode.OK
+
+
+async def test_leaving_ends_every_stream_of_the_seat_before_more_of_its_hand(make_stack: MakeStack) -> None:
+    stack = await make_stack()  # compressed turns: the left seat is auto-played at once
+    # The streams on another replica when the store is shared: it learns from the room's log.
+    watcher = await make_stack() if stack.rooms.store_kind == "redis" else stack
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=3))
+    b = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    await stack.stub.AddBot(pb.AddBotRequest(token=a.seat_token))
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+
+    plain: list[pb.SubscribeResponse] = []
+    batched: list[pb.SubscribeResponse] = []
+    tasks = [
+        asyncio.create_task(_follow(watcher.stub, b.seat_token, False, plain)),
+        asyncio.create_task(_follow(watcher.stub, b.seat_token, True, batched)),
+    ]
+    many = Many(watcher.stub)
+    many.open(1, b.seat_token)
+    streams = (plain, batched, many.items[1])
+    await eventually(lambda: _true(all(_seqs_with_hand(items) for items in streams)))
+
+    left = await stack.stub.LeaveRoom(pb.LeaveRoomRequest(token=b.seat_token))
+    revoked_at = left.room.last_seq  # the seq of the leave's own event
+    async with asyncio.timeout(10):
+        codes = await asyncio.gather(*tasks)
+        await eventually(lambda: _true(1 in many.ends))
+    assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 2
+    end = many.ends[1]
+    assert end.code == grpc.StatusCode.UNAUTHENTICATED.value[0]
+    info = error_details_pb2.ErrorInfo()
+    assert status_pb2.Status.FromString(end.status_details).details[0].Unpack(info)
+    assert info.reason == "INVALID_TOKEN"
+    for items in streams:
+        assert max(_seqs(items)) < revoked_at, "nothing from the leave on reached the left seat's streams"
+    # The game went on without the seat (it is auto-played), and none of it reached those streams.
+    await eventually(lambda: _later(stack, a.room.room_id, revoked_at))
+    many.cancel()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _later(stack: Stack, room_id: str, seq: int) -> bool:
+    return (await room_of(stack.stub, room_id)).last_seq > seq + 2
+
+
+def _has_hand(message: dict[str, Any]) -> bool:
+    return message["type"] == "view" and bool(message["view"].get("hand"))
+
+
+@pytest.mark.parametrize("session_streams", [2, 0], ids=["SubscribeMany", "Subscribe"])
+async def test_leaving_on_one_connection_ends_the_seat_on_the_others(
+    make_gateway: Callable[..., Awaitable[RunningGateway]], ws_client: WsFactory, session_streams: int
+) -> None:
+    gateway = await make_gateway(session_streams=session_streams)
+    host, seat, twin = await ws_client(gateway), await ws_client(gateway), await ws_client(gateway)
+    created = await _bound(host, "createRoom", name="지호", seats=3)
+    joined = await _bound(seat, "joinRoom", roomId=created["roomId"], name="민서")
+    await host.request({"type": "addBot", "id": "b"})
+    # The same seat on a second connection, as a second tab or device would hold it.
+    await _bound(twin, "resume", token=joined["token"], afterSeq=0)
+    await host.request({"type": "startGame", "id": "s"})
+    await twin.until(_has_hand)
+
+    left = await seat.request({"type": "leaveRoom", "id": "l"})
+    assert left["type"] == "left"
+    assert not [m for m in seat.seen if m["type"] == "error"], "the leaver gets `left`, no error"
+    ended = await twin.until(lambda m: m["type"] == "error")
+    assert ended["reason"] == "INVALID_TOKEN" and ended["fatal"] is False and "id" not in ended
+    # The game goes on (the seat is auto-played): none of it reaches the twin, which is out of the
+    # room and may bind again.
+    await host.until(
+        lambda m: (
+            m["type"] == "event"
+            and m["event"]["type"] == "cardPlayed"
+            and m["event"]["player"] == joined["playerId"]
+        )
+    )
+    refused_play = await twin.request(
+        {"type": "play", "id": "p", "clientSeq": 1, "action": {"cardId": "Z-1"}}
+    )
+    assert refused_play["type"] == "error" and refused_play["reason"] == "NOT_IN_ROOM"
+    after = twin.seen[twin.seen.index(ended) + 1 :]
+    assert not [m for m in after if m["type"] in ("event", "view", "room", "snapshot")], after
+    again = await twin.request({"type": "spectate", "id": "w", "roomId": created["roomId"]})
+    assert again["type"] == "joined" and again["role"] == "spectator"

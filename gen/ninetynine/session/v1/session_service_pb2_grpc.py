@@ -211,7 +211,8 @@ class SessionServiceServicer:
 
     def Subscribe(self, request, context):
         """Missed events since after_seq, then live ones, filtered for the caller; a view after
-        every move.
+        every move. Ends with UNAUTHENTICATED / INVALID_TOKEN, before anything newer is sent, once the
+        token stops acting for its seat or spectator place (it was given up, on any connection).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -71,7 +71,8 @@ class SessionServiceStub:
     """The caller's current view (own hand and legal plays for a seat token)."""
     Subscribe: _grpc.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]
     """Missed events since after_seq, then live ones, filtered for the caller; a view after
-    every move.
+    every move. Ends with UNAUTHENTICATED / INVALID_TOKEN, before anything newer is sent, once the
+    token stops acting for its seat or spectator place (it was given up, on any connection).
     """
     SubscribeMany: _grpc.StreamStreamMultiCallable[_session_service_pb2.SubscribeManyRequest, _session_service_pb2.SubscribeManyResponse]
     """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
@@ -128,7 +129,8 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """The caller's current view (own hand and legal plays for a seat token)."""
     Subscribe: _aio.UnaryStreamMultiCallable[_session_service_pb2.SubscribeRequest, _session_service_pb2.SubscribeResponse]  # type: ignore[assignment]
     """Missed events since after_seq, then live ones, filtered for the caller; a view after
-    every move.
+    every move. Ends with UNAUTHENTICATED / INVALID_TOKEN, before anything newer is sent, once the
+    token stops acting for its seat or spectator place (it was given up, on any connection).
     """
     SubscribeMany: _aio.StreamStreamMultiCallable[_session_service_pb2.SubscribeManyRequest, _session_service_pb2.SubscribeManyResponse]  # type: ignore[assignment]
     """Many batched Subscribe streams in one, for a consumer that follows many rooms at once (the
@@ -254,7 +256,8 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_session_service_pb2.SubscribeResponse], _abc.AsyncIterator[_session_service_pb2.SubscribeResponse]]:
         """Missed events since after_seq, then live ones, filtered for the caller; a view after
-        every move.
+        every move. Ends with UNAUTHENTICATED / INVALID_TOKEN, before anything newer is sent, once the
+        token stops acting for its seat or spectator place (it was given up, on any connection).
         """
 
     @_abc_1.abstractmethod
