@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -24,6 +25,9 @@ ROOM_ID_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud
 ROOM_ID_LENGTH = 6
 MAX_NAME_LENGTH = 24
 MAX_SPECTATORS = 200
+# How long a spectator's place outlives its last subscription (or its issue, if it never
+# subscribed) before a new spectator may take it: a reconnect within it keeps the place.
+SPECTATOR_GRACE_MS = 30_000
 TURN_SECONDS = (10, 15, 20, 30)
 
 PHASE_NAMES = {
@@ -74,7 +78,7 @@ def token_digest(token: str) -> bytes:
 
 def spectator_hashes(doc: doc_pb.RoomDocument) -> list[bytes]:
     """The token hashes of the room's spectators."""
-    return list(doc.spectator_token_hashes)
+    return [s.token_hash for s in doc.spectators] + list(doc.spectator_token_hashes)
 
 
 def seat_holds(doc: doc_pb.RoomDocument, player_id: str, digest: bytes) -> bool:
@@ -93,7 +97,7 @@ def identify(doc: doc_pb.RoomDocument, token: str) -> Caller:
     for seat in doc.seats:
         if seat.token_hash and hmac.compare_digest(seat.token_hash, digest):
             return Caller(doc.room_id, seat.player_id)
-    for spectator in doc.spectator_token_hashes:
+    for spectator in spectator_hashes(doc):
         if hmac.compare_digest(spectator, digest):
             return Caller(doc.room_id, None)
     raise session_error("INVALID_TOKEN")
@@ -190,16 +194,49 @@ def add_seat(doc: doc_pb.RoomDocument, name: str, *, bot: bool) -> tuple[str, st
     return player_id, ("" if bot else token)
 
 
-def add_spectator(doc: doc_pb.RoomDocument) -> str:
-    if len(doc.spectator_token_hashes) >= MAX_SPECTATORS:
+def _migrate_spectators(doc: doc_pb.RoomDocument, now_ms: int) -> None:
+    # Places of documents written before presence was kept: away from now on.
+    for digest in doc.spectator_token_hashes:
+        doc.spectators.add(token_hash=digest, away_since_ms=now_ms)
+    del doc.spectator_token_hashes[:]
+
+
+def _drop_spectators(doc: doc_pb.RoomDocument, drop: Callable[[doc_pb.StoredSpectator], bool]) -> None:
+    for index in reversed(range(len(doc.spectators))):
+        if drop(doc.spectators[index]):
+            del doc.spectators[index]
+
+
+def add_spectator(doc: doc_pb.RoomDocument, now_ms: int, grace_ms: int) -> str:
+    """A new spectator place; when all are taken, the places away for ``grace_ms`` are freed first."""
+    _migrate_spectators(doc, now_ms)
+    if len(doc.spectators) >= MAX_SPECTATORS:
+        _drop_spectators(doc, lambda s: not s.present and now_ms - s.away_since_ms >= grace_ms)
+    if len(doc.spectators) >= MAX_SPECTATORS:
         raise session_error("TOO_MANY_SPECTATORS", roomId=doc.room_id)
     token, digest = new_token(doc.room_id)
-    doc.spectator_token_hashes.append(digest)
+    doc.spectators.add(token_hash=digest, away_since_ms=now_ms)
     return token
 
 
+def set_spectator_presence(doc: doc_pb.RoomDocument, digest: bytes, present: bool, now_ms: int) -> bool:
+    """Record whether a client of the spectator place ``digest`` is subscribed; True if that changed
+    (False too when the place is gone: given up or freed)."""
+    _migrate_spectators(doc, now_ms)
+    for spectator in doc.spectators:
+        if hmac.compare_digest(spectator.token_hash, digest):
+            if spectator.present == present:
+                return False
+            spectator.present = present
+            if not present:
+                spectator.away_since_ms = now_ms
+            return True
+    return False
+
+
 def remove_spectator(doc: doc_pb.RoomDocument, token: str) -> None:
-    digest = _hash(token.partition(".")[2])
+    digest = token_digest(token)
+    _drop_spectators(doc, lambda s: hmac.compare_digest(s.token_hash, digest))
     keep = [h for h in doc.spectator_token_hashes if not hmac.compare_digest(h, digest)]
     del doc.spectator_token_hashes[:]
     doc.spectator_token_hashes.extend(keep)
@@ -235,7 +272,9 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         max_seats=doc.max_seats,
         seats=[public_seat(doc, s) for s in doc.seats],
         host_player_id=doc.host_player_id,
-        spectator_count=len(doc.spectator_token_hashes),
+        # The places, not who is watching right now: that changes without an event, and every
+        # view of one room seq must show the same room.
+        spectator_count=len(doc.spectators) + len(doc.spectator_token_hashes),
         created_at_ms=doc.created_at_ms,
         last_seq=doc.last_seq,
         deadline_ms=doc.deadline_ms if doc.phase == pb.ROOM_PHASE_PLAYING else 0,

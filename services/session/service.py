@@ -613,11 +613,14 @@ class RoomService:
         issued: dict[str, str] = {}
 
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
-            issued["token"] = rooms.add_spectator(doc)
+            issued["token"] = rooms.add_spectator(doc, now, self._spectator_grace_ms())
             return Step()
 
         loaded, _ = await self._mutate(room_id, step)
         return pb.SpectateResponse(room=rooms.public_room(loaded.doc), spectator_token=issued["token"])
+
+    def _spectator_grace_ms(self) -> int:
+        return round(rooms.SPECTATOR_GRACE_MS * self.time_scale)
 
     async def leave_room(self, token: str) -> pb.LeaveRoomResponse:
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
@@ -1115,11 +1118,11 @@ class RoomService:
                     yield update
             after_seq = last
         self.metrics.subscribers.inc()
-        presence_key = (room_id, viewer or "")
-        if viewer is not None:
-            self._presence[presence_key] += 1
-            if self._presence[presence_key] == 1:
-                await self._set_presence(room_id, viewer, True)
+        # A seat's presence, or a spectator place's (its slot is held while somebody watches).
+        presence_key = (room_id, viewer if viewer is not None else "~" + digest.hex())
+        self._presence[presence_key] += 1
+        if self._presence[presence_key] == 1:
+            await self._record_presence(room_id, viewer, digest, True)
         source = self._tail_items(room_id, after_seq, heartbeats)
         parts: list[bytes] = []  # the batched events of the move being assembled
         try:
@@ -1165,12 +1168,11 @@ class RoomService:
         finally:
             await source.aclose()
             self.metrics.subscribers.dec()
-            if viewer is not None:
-                self._presence[presence_key] -= 1
-                if self._presence[presence_key] <= 0:
-                    del self._presence[presence_key]
-                    if not self._stopping.is_set():
-                        await self._set_presence(room_id, viewer, False)
+            self._presence[presence_key] -= 1
+            if self._presence[presence_key] <= 0:
+                del self._presence[presence_key]
+                if not self._stopping.is_set():
+                    await self._record_presence(room_id, viewer, digest, False)
 
     async def _check_bound(self, room_id: str, seq: int, caller: rooms.Caller, digest: bytes) -> None:
         """End a subscription whose token no longer acts for its seat or spectator place.
@@ -1236,6 +1238,22 @@ class RoomService:
             await queue.put(err)
         finally:
             await tail.aclose()  # type: ignore[attr-defined]
+
+    async def _record_presence(
+        self, room_id: str, player_id: str | None, digest: bytes, connected: bool
+    ) -> None:
+        if player_id is not None:
+            await self._set_presence(room_id, player_id, connected)
+            return
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:
+            # No event: a spectator's coming and going is nobody's news, only its slot's.
+            return Step() if rooms.set_spectator_presence(doc, digest, connected, now) else None
+
+        try:
+            await self._mutate(room_id, step)
+        except ServiceError as err:  # best effort, as for seats
+            log.warning("spectator presence not recorded", room_id=room_id, reason=err.reason)
 
     async def _set_presence(self, room_id: str, player_id: str, connected: bool) -> None:
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:

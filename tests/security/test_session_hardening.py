@@ -1,5 +1,7 @@
 """What an outside attack found in the session, through the real engine, session and gateway.
 
+* A spectator slot follows presence: spectators who went away without leaving stop holding the
+  room's slots (after a short grace), so the 200 slots cannot be used up for good.
 * A refused play is its outcome (docs/client-protocol.md §3): the same ``clientSeq`` sent again
   gets the same refusal, on any replica, even once the play would be legal, and is never applied.
 * Giving up a seat ends every stream bound to its token, on every replica and through the
@@ -22,8 +24,11 @@ from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
 
+from services.common.errors import ServiceError
 from services.common.wire import length_delimited
 from services.gateway.server import RunningGateway
+from services.session import rooms
+from services.session.rooms import MAX_SPECTATORS
 from tests.gateway.conftest import WsClient, WsFactory
 from tests.session.conftest import Stack, engine_port, make_stack, store_url
 from tests.session.helpers import ENGINE_DOMAIN, eventually, only_error_info, refused, room_of
@@ -405,3 +410,107 @@ async def test_leaving_on_one_connection_ends_the_seat_on_the_others(
     assert not [m for m in after if m["type"] in ("event", "view", "room", "snapshot")], after
     again = await twin.request({"type": "spectate", "id": "w", "roomId": created["roomId"]})
     assert again["type"] == "joined" and again["role"] == "spectator"
+
+
+# -- spectator slots follow presence ---------------------------------------------------------------
+
+
+async def _watch_once(stub: Any, token: str) -> grpc.aio.UnaryStreamCall[Any, Any]:
+    """A Subscribe stream that has delivered its first item (so the session counts it present)."""
+    stream: grpc.aio.UnaryStreamCall[Any, Any] = stub.Subscribe(pb.SubscribeRequest(token=token))
+    async for _ in stream:
+        break
+    return stream
+
+
+async def _doc(stack: Stack, room_id: str) -> doc_pb.RoomDocument:
+    record = await stack.rooms.store.load_room(room_id)
+    assert record is not None
+    return doc_pb.RoomDocument.FromString(record.data)
+
+
+async def test_spectators_who_vanish_without_leaving_free_their_slots(make_stack: MakeStack) -> None:
+    stack = await make_stack()  # compressed time: the slots' grace is short
+    # The spectators watch through another replica when the store is shared: presence is in the room.
+    watcher = await make_stack() if stack.rooms.store_kind == "redis" else stack
+    room = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    room_id = room.room.room_id
+    tokens = [
+        (await stack.stub.Spectate(pb.SpectateRequest(room_id=room_id))).spectator_token
+        for _ in range(MAX_SPECTATORS)
+    ]
+    streams = [await _watch_once(watcher.stub, token) for token in tokens]
+    # Every slot is held by somebody watching: no more spectators, whatever time passes.
+    await refused(
+        stack.stub.Spectate(pb.SpectateRequest(room_id=room_id)),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "TOO_MANY_SPECTATORS",
+    )
+    assert (await room_of(stack.stub, room_id)).spectator_count == MAX_SPECTATORS
+
+    for stream in streams:  # they all go away without leaveRoom
+        stream.cancel()
+
+    async def all_away() -> bool:
+        return not any(s.present for s in (await _doc(stack, room_id)).spectators)
+
+    await eventually(all_away)
+
+    async def spectate() -> pb.SpectateResponse | None:
+        try:
+            answer: pb.SpectateResponse = await stack.stub.Spectate(pb.SpectateRequest(room_id=room_id))
+        except grpc.aio.AioRpcError as err:
+            assert only_error_info(err).reason == "TOO_MANY_SPECTATORS", err
+            return None
+        return answer
+
+    newcomer = await eventually(spectate)  # once the grace has passed
+    watching = await _watch_once(watcher.stub, newcomer.spectator_token)
+    watching.cancel()
+    view = await watcher.stub.GetView(pb.GetViewRequest(token=newcomer.spectator_token))
+    assert view.room.room_id == room_id and not view.player_id
+    assert len((await _doc(stack, room_id)).spectators) <= MAX_SPECTATORS
+    # The places given up to the newcomer no longer act.
+    await refused(
+        stack.stub.GetView(pb.GetViewRequest(token=tokens[0])),
+        grpc.StatusCode.UNAUTHENTICATED,
+        "INVALID_TOKEN",
+    )
+
+
+def test_a_place_away_for_less_than_the_grace_is_kept_and_a_present_one_always() -> None:
+    doc, _ = rooms.new_room("ROOM01", "A", game_pb2.Options(), 2, 0)
+    grace = rooms.SPECTATOR_GRACE_MS
+    tokens = [rooms.add_spectator(doc, 0, grace) for _ in range(MAX_SPECTATORS)]
+    digests = [rooms.token_digest(t) for t in tokens]
+    for digest in digests:
+        assert rooms.set_spectator_presence(doc, digest, True, 10)
+    # One watcher drops at t=1000 (a reconnect would come back within the grace).
+    assert rooms.set_spectator_presence(doc, digests[7], False, 1000)
+    with pytest.raises(ServiceError) as full:
+        rooms.add_spectator(doc, 1000 + grace - 1, grace)
+    assert full.value.reason == "TOO_MANY_SPECTATORS"
+    assert rooms.identify(doc, tokens[7]).spectator  # still its place
+    # Past the grace its place goes to a newcomer; those watching keep theirs, whatever their age.
+    newcomer = rooms.add_spectator(doc, 1000 + grace, grace)
+    assert rooms.identify(doc, newcomer).spectator
+    with pytest.raises(ServiceError):
+        rooms.identify(doc, tokens[7])
+    assert all(rooms.identify(doc, t).spectator for i, t in enumerate(tokens) if i != 7)
+    assert rooms.public_room(doc).spectator_count == MAX_SPECTATORS
+    # The newcomer never subscribed: past the grace its place is free again too.
+    assert rooms.identify(doc, rooms.add_spectator(doc, 1000 + 2 * grace, grace)).spectator
+    with pytest.raises(ServiceError):
+        rooms.identify(doc, newcomer)
+
+
+def test_spectator_places_of_older_documents_keep_working_and_count_as_away() -> None:
+    doc, _ = rooms.new_room("ROOM01", "A", game_pb2.Options(), 2, 0)
+    old = "ROOM01." + "s" * 43
+    doc.spectator_token_hashes.append(rooms.token_digest(old))
+    assert rooms.identify(doc, old).spectator
+    assert rooms.set_spectator_presence(doc, rooms.token_digest(old), True, 5)
+    assert not doc.spectator_token_hashes and rooms.identify(doc, old).spectator
+    rooms.remove_spectator(doc, old)
+    with pytest.raises(ServiceError):
+        rooms.identify(doc, old)

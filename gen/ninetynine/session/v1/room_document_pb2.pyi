@@ -167,6 +167,38 @@ class StoredRefusal(_message.Message):
 Global___StoredRefusal: _TypeAlias = StoredRefusal  # noqa: Y015
 
 @_typing.final
+class StoredSpectator(_message.Message):
+    """A spectator's place. It holds one of the room's spectator slots while a client of it is
+    subscribed (on any replica) and for a grace period after the last one went (or after the token
+    was issued), so a reconnect keeps it; after that a new spectator may take the slot.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_HASH_FIELD_NUMBER: _builtins.int
+    PRESENT_FIELD_NUMBER: _builtins.int
+    AWAY_SINCE_MS_FIELD_NUMBER: _builtins.int
+    token_hash: _builtins.bytes
+    """SHA-256 of the spectator token's secret part."""
+    present: _builtins.bool
+    away_since_ms: _builtins.int
+    """When the place was issued or its last subscription ended (ms since epoch)."""
+    def __init__(
+        self,
+        *,
+        token_hash: _builtins.bytes = ...,
+        present: _builtins.bool = ...,
+        away_since_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["away_since_ms", b"away_since_ms", "present", b"present", "token_hash", b"token_hash"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredSpectator: _TypeAlias = StoredSpectator  # noqa: Y015
+
+@_typing.final
 class RoomDocument(_message.Message):
     """The room document."""
 
@@ -189,6 +221,7 @@ class RoomDocument(_message.Message):
     MOVES_FIELD_NUMBER: _builtins.int
     STARTED_AT_MS_FIELD_NUMBER: _builtins.int
     NEXT_PLAYER_NUMBER_FIELD_NUMBER: _builtins.int
+    SPECTATORS_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     phase: _session_service_pb2.RoomPhase.ValueType
     max_seats: _builtins.int
@@ -208,13 +241,19 @@ class RoomDocument(_message.Message):
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredSeat]: ...
     @_builtins.property
-    def spectator_token_hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def spectator_token_hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Spectator token hashes of documents written before `spectators`: read as places away since
+        the first write that touches spectators, which moves them there.
+        """
+
     @_builtins.property
     def state(self) -> _state_pb2.State:
         """The engine state once the game has started."""
 
     @_builtins.property
     def moves(self) -> _containers.RepeatedCompositeFieldContainer[_session_service_pb2.ReplayMove]: ...
+    @_builtins.property
+    def spectators(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredSpectator]: ...
     def __init__(
         self,
         *,
@@ -235,10 +274,11 @@ class RoomDocument(_message.Message):
         moves: _abc.Iterable[_session_service_pb2.ReplayMove] | None = ...,
         started_at_ms: _builtins.int = ...,
         next_player_number: _builtins.int = ...,
+        spectators: _abc.Iterable[Global___StoredSpectator] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "phase", b"phase", "room_id", b"room_id", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "phase", b"phase", "room_id", b"room_id", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
