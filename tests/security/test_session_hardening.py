@@ -4,8 +4,8 @@
   room's slots (after a short grace), so the 200 slots cannot be used up for good.
 * A refused play is its outcome (docs/client-protocol.md §3): the same ``clientSeq`` sent again
   gets the same refusal, on any replica, even once the play would be legal, and is never applied.
-* Giving up a seat ends every stream bound to its token, on every replica and through the
-  gateway, before any more of that seat's private data goes out.
+* Giving up a seat (or a spectator place) ends every stream bound to its token, on every replica
+  and through the gateway, before any more of that seat's private data goes out.
 * Fields a gRPC client appends to a request (``CreateRoom.options``, ``Play.action``) are dropped
   at the edge: the stored room and what other clients are sent carry no trace of them.
 """
@@ -514,3 +514,19 @@ def test_spectator_places_of_older_documents_keep_working_and_count_as_away() ->
     rooms.remove_spectator(doc, old)
     with pytest.raises(ServiceError):
         rooms.identify(doc, old)
+
+
+async def test_a_spectator_place_given_up_ends_its_other_streams(make_stack: MakeStack) -> None:
+    stack = await make_stack()
+    watcher = await make_stack() if stack.rooms.store_kind == "redis" else stack
+    room = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=3))
+    token = (await stack.stub.Spectate(pb.SpectateRequest(room_id=room.room.room_id))).spectator_token
+    items: list[pb.SubscribeResponse] = []
+    following = asyncio.create_task(_follow(watcher.stub, token, True, items))
+    await eventually(lambda: _true(bool(items)))
+    left = await stack.stub.LeaveRoom(pb.LeaveRoomRequest(token=token))
+    # The next thing the room does reaches the place's stream as its end, not as news.
+    await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=room.room.room_id, name="B"))
+    async with asyncio.timeout(10):
+        assert await following == grpc.StatusCode.UNAUTHENTICATED
+    assert max(_seqs(items)) <= left.room.last_seq
