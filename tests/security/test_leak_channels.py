@@ -8,7 +8,8 @@ during and after the game. The humans play random legal choices and drop their c
 mid-game, then ``resume`` from an older ``lastSeq`` (on the other channel or the same) so the
 catch-up replays events; a spectator resumes too. After the game every gateway reader asks for
 the replay and the room list. Every message any of them reads is searched, raw, for what
-:mod:`tests.security.hunt` says that reader must not see at that seq.
+:mod:`tests.security.hunt` says that reader must not see at that seq. One game per combination in
+CI; ``LEAK_CHANNELS_SLOW_RUNS`` (default 5) games each, with other plans, in ``make test-slow``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 from abc import ABC, abstractmethod
 from collections import deque
@@ -52,6 +54,7 @@ SESSION = "/ninetynine.session.v1.SessionService/"
 CONNECT = "/ninetynine.gateway.v1.GatewayService/Connect"
 GAME_TIMEOUT_S = 90.0
 POLL_EVERY_S = 0.1
+SLOW_RUNS = int(os.environ.get("LEAK_CHANNELS_SLOW_RUNS", "5"))  # games per combination, make test-slow
 MODES: tuple[str, ...] = tuple(cast(tuple[str, ...], CHOICES["mode"][1]))
 
 
@@ -93,8 +96,8 @@ PLANS = st.builds(
 
 
 @cache
-def _plans() -> list[Plan]:
-    return cast(list[Plan], examples(PLANS, len(COMBOS)))
+def _plans(count: int) -> list[Plan]:
+    return cast(list[Plan], examples(PLANS, count))
 
 
 # -- channels: every one keeps its reader, checks every message it reads --------------------------
@@ -479,13 +482,16 @@ CHANNELS = (
 
 
 @pytest.mark.parametrize(
+    "rerun", [0, *(pytest.param(r, marks=pytest.mark.slow, id=f"again{r}") for r in range(1, SLOW_RUNS))]
+)
+@pytest.mark.parametrize(
     ("options", "index"), [pytest.param(*p.values, i, id=p.id) for i, p in enumerate(COMBOS)]
 )
 async def test_no_channel_shows_a_reader_what_is_hidden_from_it(
-    table: Table, options: Options, index: int
+    table: Table, options: Options, index: int, rerun: int
 ) -> None:
-    plans = _plans()
-    await _play_game(table, options, plans[index % len(plans)])
+    plans = _plans(len(COMBOS) * (SLOW_RUNS if rerun else 1))
+    await _play_game(table, options, plans[(index + rerun * len(COMBOS)) % len(plans)])
     assert table.resumed_with_catch_up, "a seat resumed from an older lastSeq"
     counts = table.hunt.checked
     assert all(counts[c] > 0 for c in CHANNELS), f"every channel was read: {dict(counts)}"
@@ -570,7 +576,7 @@ async def test_no_token_in_any_log_line(
 ) -> None:
     """A whole game on every channel (joins, resumes by token, spectators, GetView by token): no
     service log line names a token's secret or its hash."""
-    await _play_game(table, Options(hand_size=3, refill=False), _plans()[0])  # a short game
+    await _play_game(table, Options(hand_size=3, refill=False), _plans(len(COMBOS))[0])  # a short game
     await table.hunt.refresh()
     assert len(table.hunt.tokens) >= 5 and len(logs.lines) > 100, (table.hunt.tokens, len(logs.lines))
     leaked = table.hunt.in_logs(logs.lines)
