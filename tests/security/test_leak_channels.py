@@ -174,6 +174,9 @@ class WsChannel(Channel):
 
 
 class ConnectChannel(Channel):
+    """The gRPC ``Connect`` stream, read without a deserializer: the bytes as they came, then
+    parsed and rendered as the protocol's JSON (for the driver and the text search)."""
+
     def __init__(self, hunt: Hunt, reader: Reader, channel: grpc.aio.Channel) -> None:
         super().__init__(hunt, reader)
         method = channel.stream_stream(
@@ -231,8 +234,8 @@ class Table:
 
     async def open(self, kind: str, reader: Reader) -> Channel:
         if kind == "ws":
-            return WsChannel(self.hunt, replace_channel(reader, "ws"), await self.ws_client(self.gateway))
-        return ConnectChannel(self.hunt, replace_channel(reader, "connect"), self.grpc_gateway)
+            return WsChannel(self.hunt, on_channel(reader, "ws"), await self.ws_client(self.gateway))
+        return ConnectChannel(self.hunt, on_channel(reader, "connect"), self.grpc_gateway)
 
     async def resume(self, kind: str, old: Channel, token: str, after_seq: int) -> Channel:
         await old.close()
@@ -258,8 +261,8 @@ class Table:
         await self.hunt.check(reader, raw, json_format.MessageToJson(parsed), seq)
 
 
-def replace_channel(reader: Reader, channel: str) -> Reader:
-    """The same reader (shared token set) under a channel name: counts are per channel."""
+def on_channel(reader: Reader, channel: str) -> Reader:
+    """The same reader (its tokens kept) now reading ``channel``: the counts are per channel."""
     reader.channel = channel
     return reader
 
