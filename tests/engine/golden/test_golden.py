@@ -1,18 +1,22 @@
 """Golden replay: every call of the recorded corpus, sent again to today's engine, gets the same answer.
 
-The corpus (``corpus.jsonl.gz``, see README.md and :mod:`tests.engine.golden.corpus`) holds complete
-games recorded from the engine: both modes, every option value, 2 to 10 players, timeouts, views
-for players and spectators, refusals of every kind. Each recorded request is sent again, over the
-wire, to a real engine server of this checkout (``ninety-nine engine --port 0`` in a subprocess,
-the ``engine`` fixture of tests/engine/conftest.py): the request bytes go out as recorded, and the
-response bytes that come back must equal the recorded ones byte for byte; a refusal must carry
-the same status code, ErrorInfo reason, domain and metadata, and the same message in Korean and
-in English. A mismatch names the game, the call and the move (seq), the first differing field,
-and shows the text-format diff of the two responses.
+The corpus (``corpus.jsonl.gz``; README.md and :mod:`tests.engine.golden.corpus`) holds complete
+games recorded from the engine over the wire: both modes, every option value, 2 to 10 players,
+timeouts, views for players and spectators, refusals of every kind. Each recorded request is sent
+again as recorded, and the response bytes must equal the recorded ones byte for byte; a refusal
+must carry the same status code, ErrorInfo reason, domain and metadata, and the same message in
+Korean and in English. A mismatch names the game, the call and its move (seq), the first
+differing field, and shows the text-format diff of the two responses.
 
-Calls are independent (each carries its recorded state), so up to 32 are in flight at once; the
-whole corpus takes about 20 s on the shared two-core machine under heavy load, a few seconds idle.
-The last tests change the recorded answers in memory and check that the replay reports it.
+Which path: the whole corpus goes through the engine server's own request handling in this
+process (:class:`~tests.engine.golden.corpus.InProcessEngine`: the method table the server
+registers, i.e. the request deserializer, the servicer, the response serializer, and ``abort``
+for refusals; the same bytes in and out as on the socket, without grpc's transport, which costs
+three times the engine's own work). Every tenth game also goes over the wire, to a real engine
+server of this checkout (``ninety-nine engine --port 0``, the ``engine`` fixture of
+tests/engine/conftest.py), so both paths are held to the same recorded answers. About 10 s on the
+shared two-core machine under load. The last tests change recorded answers in memory and check
+that the replay reports each change where it is.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tests.engine.golden.corpus import (
     FORMAT,
     RESPONSE_TYPES,
     Game,
+    InProcessEngine,
     Mismatch,
     RawEngine,
     b64,
@@ -75,17 +80,34 @@ def _report(mismatches: list[Mismatch], limit: int = 3) -> str:
 
 
 @pytest.fixture(scope="module")
-def replayed(raw: RawEngine, games: list[Game]) -> dict[int, list[Mismatch]]:
-    """The whole corpus replayed in one go (calls of all games in flight together), by game."""
+def in_process() -> InProcessEngine:
+    return InProcessEngine()
+
+
+@pytest.fixture(scope="module")
+def replayed(in_process: InProcessEngine, games: list[Game]) -> dict[int, list[Mismatch]]:
+    """The whole corpus replayed in one go, mismatches by game."""
     by_game: dict[int, list[Mismatch]] = {g.game: [] for g in games}
-    for mismatch in replay(raw, games):
+    for mismatch in replay(in_process, games):
         by_game[mismatch.game].append(mismatch)
     return by_game
 
 
 @pytest.mark.parametrize("number", range(HEADER["games"]), ids=lambda n: f"game-{n:03d}")
 def test_replay_gives_the_recorded_answers(replayed: dict[int, list[Mismatch]], number: int) -> None:
-    assert not replayed[number], _report(replayed[number])
+    if replayed[number]:
+        pytest.fail(_report(replayed[number]), pytrace=False)
+
+
+WIRE_SAMPLE = slice(None, None, 10)
+
+
+def test_the_wire_gives_the_recorded_answers(raw: RawEngine, games: list[Game]) -> None:
+    sample = games[WIRE_SAMPLE]
+    assert sum(len(g.calls) for g in sample) > 500
+    mismatches = replay(raw, sample)
+    if mismatches:
+        pytest.fail(_report(mismatches), pytrace=False)
 
 
 def test_the_corpus_is_what_its_header_says(games: list[Game]) -> None:
@@ -142,7 +164,7 @@ def _first(game: Game, method: str, kind: str = "ok") -> int:
 
 
 def test_a_changed_field_is_reported_with_the_game_the_call_and_the_field(
-    raw: RawEngine, games: list[Game]
+    in_process: InProcessEngine, games: list[Game]
 ) -> None:
     game = copy.deepcopy(games[0])
     index = _first(game, "View")
@@ -151,7 +173,7 @@ def test_a_changed_field_is_reported_with_the_game_the_call_and_the_field(
     response.view.round += 1
     game.calls[index]["ok"] = b64(response.SerializeToString())
 
-    mismatches = replay(raw, [game])
+    mismatches = replay(in_process, [game])
 
     assert [(m.game, m.index) for m in mismatches] == [(game.game, index)]
     text = mismatches[0].text
@@ -160,14 +182,14 @@ def test_a_changed_field_is_reported_with_the_game_the_call_and_the_field(
     assert f"-  round: {real + 1}" in text and f"+  round: {real}" in text
 
 
-def test_a_flipped_byte_is_reported(raw: RawEngine, games: list[Game]) -> None:
+def test_a_flipped_byte_is_reported(in_process: InProcessEngine, games: list[Game]) -> None:
     game = copy.deepcopy(games[1])
     index = _first(game, "Apply")
     data = bytearray(unb64(game.calls[index]["ok"]))
     data[-1] ^= 0x01  # in the last event: the next request's state (field 1) is untouched
     game.calls[index]["ok"] = b64(bytes(data))
 
-    mismatches = replay(raw, [game])
+    mismatches = replay(in_process, [game])
 
     assert [(m.game, m.index) for m in mismatches] == [(game.game, index)]
     assert "response bytes differ" in mismatches[0].text
@@ -195,12 +217,12 @@ def test_a_changed_refusal_metadata_is_reported(raw: RawEngine, games: list[Game
     assert "message: recorded" not in mismatches[0].text
 
 
-def test_a_changed_english_message_is_reported(raw: RawEngine, games: list[Game]) -> None:
+def test_a_changed_english_message_is_reported(in_process: InProcessEngine, games: list[Game]) -> None:
     game, index = _a_refusal_with_metadata(games)
     messages = game.calls[index]["err"]["message"]
     messages["en"] += "!"
 
-    mismatches = replay(raw, [game])
+    mismatches = replay(in_process, [game])
 
     assert [(m.game, m.index) for m in mismatches] == [(game.game, index)]
     text = mismatches[0].text
