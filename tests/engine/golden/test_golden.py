@@ -14,8 +14,8 @@ registers, i.e. the request deserializer, the servicer, the response serializer,
 for refusals; the same bytes in and out as on the socket, without grpc's transport, which costs
 three times the engine's own work). Every tenth game also goes over the wire, to a real engine
 server of this checkout (``ninety-nine engine --port 0``, the ``engine`` fixture of
-tests/engine/conftest.py), so both paths are held to the same recorded answers. About 10 s on the
-shared two-core machine under load. The last tests change recorded answers in memory and check
+tests/engine/conftest.py), so both paths are held to the same recorded answers. About 14 s of CPU
+in all (27 s of wall time on the shared two-core machine at a load average of 9). The last tests change recorded answers in memory and check
 that the replay reports each change where it is.
 """
 
