@@ -1,0 +1,1 @@
+"""The engine golden corpus: recorded games, the recorder and the replay test (see README.md)."""
