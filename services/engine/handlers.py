@@ -143,7 +143,9 @@ class EngineHandlers:
             self._bind(mode=options.mode, seq=0)
             player_ids = list(request.player_ids)
             names = dict(request.display_names)
-            for pid, name in names.items():
+            # A map's order differs between processes: check in id order, so the refusal names the
+            # same player however the request is read.
+            for pid, name in sorted(names.items()):
                 if pid not in player_ids:
                     raise RuleError(
                         Reason.INVALID_PLAYER_ID, detail=f"display name for unknown player {pid!r}"[:80]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 from typing import Any
 
 import grpc
@@ -310,3 +313,35 @@ def test_long_client_strings_are_cut_in_error_metadata(stub: pb_grpc.EngineServi
     info = only_error_info(err)
     assert info.reason == "CARD_NOT_IN_HAND"
     assert len(info.metadata["cardId"]) <= 100
+
+
+_SETUP_WITH_BAD_NAMES = """
+from ninetynine.engine.v1 import engine_service_pb2 as pb
+from prometheus_client import CollectorRegistry
+from services.common.errors import ServiceError
+from services.engine.handlers import EngineHandlers, rules_metrics
+request = pb.SetupRequest(player_ids=["A", "B"], seed=1)
+for pid in ["Z9", "Y8", "X7", "W6", "V5", "U4"]:
+    request.display_names[pid] = "n"
+try:
+    EngineHandlers(rules_metrics(CollectorRegistry())).setup(request)
+except ServiceError as err:
+    print(err.metadata.get("detail", ""))
+"""
+
+
+def test_a_setup_with_several_bad_display_names_names_the_same_one_in_every_process() -> None:
+    """A refusal is a function of the request: with several unknown players among the display names,
+    every engine process names the first by id, whatever order its map walk takes."""
+    details = {
+        subprocess.run(
+            [sys.executable, "-c", _SETUP_WITH_BAD_NAMES],
+            env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+        for hash_seed in range(6)
+    }
+    assert details == {"display name for unknown player 'U4'"}
