@@ -180,11 +180,12 @@ def problems() -> Iterator[str]:
                 continue
             if not any(req.specifier.contains(v, prereleases=True) for v in pinned):
                 yield f"{name}: {package} {[str(v) for v in pinned]} does not satisfy {req}"
+                continue
             floors = [Version(s.version) for s in req.specifier if s.operator in (">=", "==")]
             if lock.lowest and floors and pinned[0] != max(floors):
                 yield (
-                    f"{name}: the lowest resolution of {req} is {pinned[0]}: the floor cannot be "
-                    f"installed with the rest, declare >={pinned[0]}"
+                    f"{name}: installs {package} {pinned[0]}, not the floor of {req} (after `make lock`, "
+                    f"that floor cannot be installed with the rest: declare >={pinned[0]})"
                 )
     run, dev = locked.get(RUN_LOCK, {}), locked.get(DEV_LOCK, {})
     for package, at in sorted(run.items()):
