@@ -142,7 +142,8 @@ class ServiceError(Exception):
     def to_status(self, lang: Lang = "ko") -> status_pb2.Status:
         """The ``google.rpc.Status`` sent for this error: code, message in ``lang``, one ErrorInfo."""
         detail = any_pb2.Any()
-        detail.Pack(self.error_info())
+        # Map keys sorted: the same refusal is the same bytes on every path and in every process.
+        detail.Pack(self.error_info(), deterministic=True)
         return status_pb2.Status(code=self.code.value[0], message=self.message(lang), details=[detail])
 
 

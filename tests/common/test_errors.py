@@ -211,3 +211,22 @@ async def test_errors_without_error_info_keep_their_code(start_probe: StartProbe
         "UNIMPLEMENTED",
         "session.ninetynine",
     )
+
+
+def test_a_refusal_is_the_same_bytes_whatever_order_its_metadata_was_given_in() -> None:
+    """Clients and the session's PlayMany compare refusals byte for byte: ErrorInfo's metadata map
+    is serialized with its keys sorted, not in the order the map happens to iterate."""
+    keys = [f"key{i}" for i in range(12)]
+    statuses = {
+        ServiceError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "NOT_YOUR_TURN",
+            "engine.ninetynine",
+            metadata={key: key.upper() for key in order},
+            message_ko="지금은 내 차례가 아니에요",
+        )
+        .to_status()
+        .SerializeToString()
+        for order in (keys, keys[::-1], keys[5:] + keys[:5])
+    }
+    assert len(statuses) == 1
