@@ -5,30 +5,19 @@ a ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer whose ``detai
 ``ErrorInfo{reason, domain, metadata}``; the status message is the Korean text by default and the
 English one when the request's ``accept-language`` asks for English.
 
-Rule refusals from the engine become service errors through :func:`from_rule_error`, which uses the
-single mapping table :data:`REASON_STATUS` (documented in docs/engine-api.md):
-
-=====================================================================  ======================
-reason                                                                 status code
-=====================================================================  ======================
-INVALID_OPTION, INVALID_PLAYER_COUNT, INVALID_PLAYER_ID, INVALID_STATE, INVALID_ARGUMENT
-SIGN_REQUIRED, ACE_VALUE_REQUIRED, ACE_VALUE_INVALID,
-JOKER_VALUE_REQUIRED, JOKER_OUT_OF_RANGE, DIR_REQUIRED,
-DIR_NOT_ALLOWED, CHOICE_NOT_ALLOWED
-OVER_99, BELOW_ZERO, NOT_YOUR_TURN, CARD_NOT_IN_HAND, GAME_FINISHED,   FAILED_PRECONDITION
-UNKNOWN_PLAYER, REPLAY_UNSUPPORTED
-STALE_STATE                                                            ABORTED
-=====================================================================  ======================
+The engine's rule reasons and their status codes live with the engine
+(:mod:`services.engine.errors`): this module knows no service.
 
 Client side, :func:`error_info` reads the ``ErrorInfo`` back out of a failed call and
 :func:`to_service_error` turns a downstream failure into a :class:`ServiceError` that can be
-re-raised to the caller unchanged (rule reasons get both languages back from the rules' texts).
+re-raised to the caller unchanged (given the reasons' texts, e.g.
+:func:`services.engine.errors.rule_texts`, a reason gets both languages back).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, NoReturn, cast
 
 import grpc
@@ -38,19 +27,15 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from services.common.context import bind_rpc_fields
-from services.engine.rules.errors import Reason, RuleError
-from services.engine.rules.errors import message as rule_message
 
 __all__ = [
-    "ENGINE_DOMAIN",
-    "REASON_STATUS",
     "STATUS_DETAILS_KEY",
     "ErrorInfo",
     "Lang",
+    "ReasonTexts",
     "ServiceError",
     "abort",
     "error_info",
-    "from_rule_error",
     "lang_from_metadata",
     "to_service_error",
 ]
@@ -58,35 +43,9 @@ __all__ = [
 Lang = Literal["ko", "en"]
 ErrorInfo = error_details_pb2.ErrorInfo
 
-ENGINE_DOMAIN = "engine.ninetynine"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-
-_C = grpc.StatusCode
-REASON_STATUS: dict[Reason, grpc.StatusCode] = {
-    # The request is malformed whatever the game state.
-    Reason.INVALID_OPTION: _C.INVALID_ARGUMENT,
-    Reason.INVALID_PLAYER_COUNT: _C.INVALID_ARGUMENT,
-    Reason.INVALID_PLAYER_ID: _C.INVALID_ARGUMENT,
-    Reason.INVALID_STATE: _C.INVALID_ARGUMENT,
-    Reason.SIGN_REQUIRED: _C.INVALID_ARGUMENT,
-    Reason.ACE_VALUE_REQUIRED: _C.INVALID_ARGUMENT,
-    Reason.ACE_VALUE_INVALID: _C.INVALID_ARGUMENT,
-    Reason.JOKER_VALUE_REQUIRED: _C.INVALID_ARGUMENT,
-    Reason.JOKER_OUT_OF_RANGE: _C.INVALID_ARGUMENT,
-    Reason.DIR_REQUIRED: _C.INVALID_ARGUMENT,
-    Reason.DIR_NOT_ALLOWED: _C.INVALID_ARGUMENT,
-    Reason.CHOICE_NOT_ALLOWED: _C.INVALID_ARGUMENT,
-    # Well formed, but this game state refuses it.
-    Reason.OVER_99: _C.FAILED_PRECONDITION,
-    Reason.BELOW_ZERO: _C.FAILED_PRECONDITION,
-    Reason.NOT_YOUR_TURN: _C.FAILED_PRECONDITION,
-    Reason.CARD_NOT_IN_HAND: _C.FAILED_PRECONDITION,
-    Reason.GAME_FINISHED: _C.FAILED_PRECONDITION,
-    Reason.UNKNOWN_PLAYER: _C.FAILED_PRECONDITION,
-    Reason.REPLAY_UNSUPPORTED: _C.FAILED_PRECONDITION,
-    # The caller's view of the game is out of date: re-read and retry.
-    Reason.STALE_STATE: _C.ABORTED,
-}
+# The Korean and English texts of a reason with its metadata; None: a reason it does not know.
+ReasonTexts = Callable[[str, Mapping[str, str]], tuple[str, str] | None]
 
 # google.rpc.ErrorInfo's documented formats.
 _REASON_FORMAT = re.compile(r"[A-Z][A-Z0-9_]{0,61}[A-Z0-9]")
@@ -145,18 +104,6 @@ class ServiceError(Exception):
         # Map keys sorted: the same refusal is the same bytes on every path and in every process.
         detail.Pack(self.error_info(), deterministic=True)
         return status_pb2.Status(code=self.code.value[0], message=self.message(lang), details=[detail])
-
-
-def from_rule_error(err: RuleError, domain: str = ENGINE_DOMAIN) -> ServiceError:
-    """Translate a rules-engine refusal into a :class:`ServiceError` using :data:`REASON_STATUS`."""
-    return ServiceError(
-        REASON_STATUS[err.reason],
-        err.reason.value,
-        domain,
-        metadata=err.meta,
-        message_ko=err.message("ko"),
-        message_en=err.message("en"),
-    )
 
 
 MetadataLike = Iterable[tuple[str, str | bytes]] | None
@@ -251,11 +198,13 @@ def error_info(e: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
     return None
 
 
-def to_service_error(e: grpc.RpcError, *, default_domain: str = "grpc") -> ServiceError:
+def to_service_error(
+    e: grpc.RpcError, *, default_domain: str = "grpc", texts: ReasonTexts | None = None
+) -> ServiceError:
     """Turn a failed downstream call into a :class:`ServiceError` to propagate to our caller.
 
-    With an ``ErrorInfo`` the reason, domain and metadata are kept; rule reasons get both language
-    texts rebuilt from the rules' table, other reasons reuse the status message for both. Without
+    With an ``ErrorInfo`` the reason, domain and metadata are kept; a reason ``texts`` knows gets
+    both language texts rebuilt from it, other reasons reuse the status message for both. Without
     one (deadline exceeded, unavailable...) the reason is the status code name in
     ``default_domain``.
     """
@@ -267,11 +216,8 @@ def to_service_error(e: grpc.RpcError, *, default_domain: str = "grpc") -> Servi
     if info is None:
         return ServiceError(code, code.name, default_domain, message_ko=details, message_en=details)
     meta = dict(info.metadata)
-    if info.reason in Reason.__members__:
-        reason = Reason(info.reason)
-        message_ko, message_en = rule_message(reason, meta, "ko"), rule_message(reason, meta, "en")
-    else:
-        message_ko = message_en = details
+    known = texts(info.reason, meta) if texts is not None else None
+    message_ko, message_en = known if known is not None else (details, details)
     try:
         return ServiceError(
             code,

@@ -30,8 +30,9 @@ from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import game_pb2, state_pb2
 
-from services.common.errors import ENGINE_DOMAIN, Lang, to_service_error
+from services.common.errors import Lang, to_service_error
 from services.common.grpcclient import create_channel
+from services.engine.errors import ENGINE_DOMAIN, rule_texts
 
 Resp = TypeVar("Resp")
 
@@ -151,5 +152,5 @@ class EngineClient:
                     await asyncio.sleep(delay)
                     delay *= 2
                     continue
-                raise to_service_error(err, default_domain=ENGINE_DOMAIN) from err
+                raise to_service_error(err, default_domain=ENGINE_DOMAIN, texts=rule_texts) from err
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover

@@ -28,8 +28,9 @@ from ninetynine.engine.v1 import state_pb2
 from prometheus_client import CollectorRegistry, Counter
 
 from services.common.context import bind_rpc_fields
-from services.common.errors import ENGINE_DOMAIN, Lang, ServiceError, from_rule_error
+from services.common.errors import Lang, ServiceError
 from services.engine import convert, rules
+from services.engine.errors import ENGINE_DOMAIN, from_rule_error
 from services.engine.rules import GameState, Reason, RuleError
 from services.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
 

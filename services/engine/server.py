@@ -7,7 +7,7 @@ is :class:`services.engine.handlers.EngineHandlers`, which the session's in-proc
 (``--engine local``, :mod:`services.engine.local`) runs too: this module adds the transport.
 
 Errors: every refusal is a :class:`~services.common.errors.ServiceError` built from the rules'
-reason through the one table ``services.common.errors.REASON_STATUS`` (INVALID_ARGUMENT,
+reason through the one table ``services.engine.errors.REASON_STATUS`` (INVALID_ARGUMENT,
 FAILED_PRECONDITION, ABORTED/STALE_STATE), with exactly one ``ErrorInfo`` in domain
 ``engine.ninetynine`` and a Korean (default) or English message. A request whose bytes do not
 even parse is refused with INVALID_ARGUMENT / ``MALFORMED_REQUEST`` instead of grpc's INTERNAL.
@@ -31,7 +31,7 @@ from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 
-from services.common.errors import ENGINE_DOMAIN, lang_from_metadata
+from services.common.errors import lang_from_metadata
 from services.common.grpcserver import HealthServicer, create_server, serve
 from services.common.interceptors import CanonicalLogInterceptor
 
@@ -42,6 +42,7 @@ from services.common.lenient import lenient_handler
 from services.common.logging import get_logger
 from services.common.metrics import histogram, start_metrics_server
 from services.common.runner import add_service_flags, run_service
+from services.engine.errors import ENGINE_DOMAIN
 from services.engine.handlers import EngineHandlers, RulesMetrics, rules_metrics
 
 ENGINE_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["EngineService"].full_name

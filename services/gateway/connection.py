@@ -31,6 +31,7 @@ from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from services.common.context import bind_rpc_fields, new_request_id, request_scope
 from services.common.errors import Lang, ServiceError, to_service_error
 from services.common.logging import get_logger
+from services.engine.errors import rule_texts
 from services.engine.rules import Reason
 from services.engine.rules.errors import message as rule_message
 from services.gateway.admission import Admission, Refusal
@@ -458,7 +459,7 @@ class Connection:
             else:
                 self.send_error("UNKNOWN_TYPE", reply_id, {"type": kind})
         except grpc.RpcError as exc:
-            err = to_service_error(exc, default_domain="gateway.ninetynine")
+            err = to_service_error(exc, default_domain="gateway.ninetynine", texts=rule_texts)
             if err.domain == "gateway.ninetynine":  # no ErrorInfo: the session is unreachable or overloaded
                 bind_rpc_fields(session_code=err.code.name)
                 self.send_error("UNAVAILABLE", reply_id, {"code": err.code.name, **extra})
@@ -659,7 +660,7 @@ class Connection:
                 if code in _FINAL_SUBSCRIBE_CODES:
                     if binding.leaving:
                         return  # this connection's own leaveRoom: `left` answers it
-                    err = to_service_error(exc, default_domain="gateway.ninetynine")
+                    err = to_service_error(exc, default_domain="gateway.ninetynine", texts=rule_texts)
                     self.send_service_error(err, None)
                     if err.reason == "INVALID_TOKEN" and self.binding is binding:
                         # The seat was given up (on another connection): this one is no longer in

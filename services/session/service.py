@@ -33,7 +33,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Gauge, Histogram
 from prometheus_client import Counter as PromCounter
 
 from services.common.context import bind_rpc_fields
-from services.common.errors import Lang, ServiceError, from_rule_error
+from services.common.errors import Lang, ServiceError
 from services.common.logging import get_logger
 from services.common.metrics import LATENCY_BUCKETS
 from services.common.wire import length_delimited, varint_field
@@ -46,6 +46,7 @@ from services.engine.convert import (
     result_into,
     state_from_proto,
 )
+from services.engine.errors import from_rule_error
 from services.engine.rules import (
     GameState,
     RuleError,

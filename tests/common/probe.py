@@ -14,8 +14,9 @@ import grpc
 import grpc.aio
 
 from services.common.context import bind_rpc_fields, request_id
-from services.common.errors import ENGINE_DOMAIN, ServiceError, abort, from_rule_error, to_service_error
+from services.common.errors import ServiceError, abort, to_service_error
 from services.common.grpcclient import create_channel
+from services.engine.errors import ENGINE_DOMAIN, from_rule_error, rule_texts
 from services.engine.rules import Action, RuleError, apply, setup
 
 SERVICE = "ninetynine.test.v1.Probe"
@@ -61,7 +62,7 @@ async def unary(request: bytes, context: Context) -> bytes:
             try:
                 answer: bytes = await channel.unary_unary(UNARY, None, None)(payload.encode(), timeout=10)
             except grpc.aio.AioRpcError as e:
-                raise to_service_error(e) from e
+                raise to_service_error(e, texts=rule_texts) from e
             return answer
     return request
 

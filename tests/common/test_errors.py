@@ -10,15 +10,13 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from services.common.errors import (
-    ENGINE_DOMAIN,
-    REASON_STATUS,
     STATUS_DETAILS_KEY,
     ServiceError,
     error_info,
-    from_rule_error,
     lang_from_metadata,
     to_service_error,
 )
+from services.engine.errors import ENGINE_DOMAIN, REASON_STATUS, from_rule_error
 from services.engine.rules.errors import TEXTS, Reason, RuleError
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
@@ -172,8 +170,8 @@ async def test_downstream_rule_error_propagates_through_a_second_hop_with_both_l
     for lang, text in (("en", "That card is not in your hand"), ("ko", "손에 없는 카드예요")):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call(f"relay:127.0.0.1_{back}:not-in-hand".encode(), metadata=(("accept-language", lang),))
-        # to_service_error rebuilds both texts from the rule reason, so the front server can answer
-        # in the caller's language whatever language the back server used.
+        # to_service_error rebuilds both texts from the rule reason (the engine's rule_texts), so the
+        # front server can answer in the caller's language whatever language the back server used.
         assert caught.value.code() is grpc.StatusCode.FAILED_PRECONDITION
         assert caught.value.details() == text
         info = error_info(caught.value)

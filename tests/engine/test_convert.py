@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
 
-from services.common.errors import REASON_STATUS
 from services.engine import convert
+from services.engine.errors import REASON_STATUS
 from services.engine.rules import (
     CLASSIC,
     Action,

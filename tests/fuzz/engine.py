@@ -26,8 +26,9 @@ with atheris.instrument_imports(include=["services"]):
     from google.protobuf.message import DecodeError, Message
     from ninetynine.engine.v1 import engine_service_pb2 as pb
 
-    from services.common.errors import REASON_STATUS, ServiceError
+    from services.common.errors import ServiceError
     from services.engine import convert
+    from services.engine.errors import REASON_STATUS
     from services.engine.handlers import EngineHandlers, RulesMetrics
     from services.engine.rules import CLASSIC, Options, Reason, apply, setup, timeout_action
 

@@ -39,9 +39,10 @@ with atheris.instrument_imports(include=["services"]):
     from ninetynine.session.v1 import session_service_pb2 as pb
 
     from services.common.context import _VALID_REQUEST_ID, sanitize_request_id
-    from services.common.errors import ServiceError, from_rule_error, lang_from_metadata
+    from services.common.errors import ServiceError, lang_from_metadata
     from services.common.lenient import Undecodable, lenient, malformed_request
     from services.engine.convert import options_from_proto
+    from services.engine.errors import from_rule_error
     from services.engine.rules import RuleError
     from services.session import rooms
     from services.session.errors import DOMAIN, session_error

@@ -1,7 +1,7 @@
 """Refusal reasons: one stable UPPER_SNAKE code each, with the spec's Korean text and an English one.
 
 This table is the single source for every player-facing refusal; the gRPC layer maps the
-codes onto status codes (see ``services.common.errors``) and docs/engine-api.md lists them.
+codes onto status codes (see ``services.engine.errors``) and docs/engine-api.md lists them.
 Texts are ``str.format`` templates over the refusal's metadata.
 """
 
