@@ -33,18 +33,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="sqlite or sqlite?synchronous=normal (a fresh file), or a redis:// URL",
     )
     parser.add_argument(
-        "--session-streams",
-        type=int,
-        default=defaults.session_streams,
-        help="the gateway's shared SubscribeMany calls (0: one Subscribe per client; default: the gateway's)",
-    )
-    parser.add_argument(
-        "--session-play-streams",
-        type=int,
-        default=defaults.session_play_streams,
-        help="the gateway's shared PlayMany calls (0: one unary Play per move; default: the gateway's)",
-    )
-    parser.add_argument(
         "--engine-local",
         action="store_true",
         help="start no engine process: the session runs the rules itself (--engine local); "
@@ -79,8 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconnects_per_minute=args.reconnects_per_minute,
         log_level=args.log_level,
         store=args.store,
-        session_streams=args.session_streams,
-        session_play_streams=args.session_play_streams,
         engine_local=args.engine_local,
         seed=args.seed,
         quiet=args.quiet,

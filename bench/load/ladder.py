@@ -3,7 +3,7 @@
 Each step is a separate ``python -m bench.load`` run (a fresh stack, so no step inherits the
 previous one's rooms). The ladder stops early when a step is clearly past capacity (client p99
 above ``--stop-p99-ms`` or more than 1 % of plays failing), so it stays within minutes. Options
-the ladder does not know (``--store``, ``--session-streams``...) go to every step, and so does
+the ladder does not know (``--store``, ``--seed``...) go to every step, and so does
 ``--engine-local`` (no engine process: the session runs the rules).
 """
 

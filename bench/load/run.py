@@ -68,8 +68,6 @@ class LoadConfig:
     reconnects_per_minute: float = 0.02
     log_level: str = "info"
     store: str = "sqlite"
-    session_streams: int | None = None  # the gateway's --session-streams; None: its default
-    session_play_streams: int | None = None  # the gateway's --session-play-streams; None: its default
     engine_local: bool = False  # the session runs the rules itself (--engine local); no engine process
     seed: int = 7
     quiet: bool = False
@@ -657,8 +655,6 @@ def run(cfg: LoadConfig, out: TextIO = sys.stdout) -> Summary | IdleSummary:
         bot_think_ms=cfg.bot_think_ms,
         log_level=cfg.log_level,
         store=cfg.store,
-        session_streams=cfg.session_streams,
-        session_play_streams=cfg.session_play_streams,
         engine_local=cfg.engine_local,
     )
     if cfg.idle:

@@ -63,8 +63,6 @@ class StackConfig:
     log_level: str = "info"
     store: str = "sqlite"  # sqlite[?synchronous=normal] (a fresh file) or a redis:// URL
     heartbeat_seconds: int = 20
-    session_streams: int | None = None  # the gateway's --session-streams; None: its default
-    session_play_streams: int | None = None  # the gateway's --session-play-streams; None: its default
     engine_local: bool = False  # the session's --engine local: no engine process at all
 
 
@@ -156,12 +154,6 @@ class Stack:
                     "--session", f"{HOST}:{self.ports['session']}",
                     "--heartbeat-seconds", str(cfg.heartbeat_seconds),
                     *LOAD_BUDGETS,
-                    *(() if cfg.session_streams is None else ("--session-streams", str(cfg.session_streams))),
-                    *(
-                        ()
-                        if cfg.session_play_streams is None
-                        else ("--session-play-streams", str(cfg.session_play_streams))
-                    ),
                 ],
             )  # fmt: skip
             if engine is not None:

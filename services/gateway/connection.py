@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -124,8 +124,8 @@ class Connection:
         limits: Limits,
         metrics: GatewayMetrics,
         *,
-        relay: SessionRelay | None = None,
-        plays: PlayRelay | None = None,
+        relay: SessionRelay,
+        plays: PlayRelay,
         clock: Callable[[], float] = time.monotonic,
         admission: Admission | None = None,
         address: str = "",
@@ -136,9 +136,8 @@ class Connection:
         self.admission = admission
         self.address = address
         self.session = session
-        # Room streams over the gateway's shared SubscribeMany calls; None: one Subscribe each.
+        # Room streams and plays over the gateway's shared SubscribeMany and PlayMany calls.
         self.relay = relay
-        # Plays over the gateway's shared PlayMany calls; None: one unary Play call each.
         self.plays = plays
         self.limits = limits
         self.metrics = metrics
@@ -596,10 +595,7 @@ class Connection:
         request = spb.PlayRequest(token=self.binding.token, client_seq=play.client_seq, action=play.action)
         if play.HasField("expected_move_seq"):  # unset and 0 differ: 0 names the opening view
             request.expected_move_seq = play.expected_move_seq
-        if self.plays is not None:
-            resp = await self.plays.play(request, self.lang, timeout=SESSION_TIMEOUT_S)
-        else:
-            resp = await self.session.Play(request, metadata=self._meta(), timeout=SESSION_TIMEOUT_S)
+        resp = await self.plays.play(request, self.lang, timeout=SESSION_TIMEOUT_S)
         bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
         played = gw.Played(client_seq=resp.client_seq or play.client_seq, seq=resp.seq)
         self.deliver(Outgoing(gw.ServerMessage(played=played), reply_id, play_received=received))
@@ -642,14 +638,14 @@ class Connection:
         self.deliver(Outgoing(gw.ServerMessage(room=gw.RoomUpdate(room=room)), reply_id))
 
     async def _pump_room(self, binding: Binding) -> None:
-        """Follow the room through Subscribe, resubscribing after ``last_seq`` when the stream breaks."""
+        """Follow the room over the shared calls, resubscribing after ``last_seq`` when the stream breaks."""
         backoff = 0.2
         while not self._closing and self.binding is binding:
             try:
                 request = spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True)
                 # Closed when this task ends, not when the garbage collector gets to it: the session
                 # marks the seat disconnected once its subscription is gone.
-                async with contextlib.aclosing(self._room_stream(request)) as stream:
+                async with contextlib.aclosing(self.relay.subscribe(request, self.lang)) as stream:
                     async for item in stream:
                         await self._on_stream_item(binding, item)
                         backoff = 0.2
@@ -675,22 +671,6 @@ class Connection:
                 )
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
-
-    async def _room_stream(
-        self, request: spb.SubscribeRequest
-    ) -> AsyncGenerator[spb.SubscribeResponse, None]:
-        """The room's items: over the gateway's shared calls, or over a Subscribe call of its own."""
-        if self.relay is not None:
-            async with contextlib.aclosing(self.relay.subscribe(request, self.lang)) as items:
-                async for item in items:
-                    yield item
-            return
-        call = self.session.Subscribe(request, metadata=self._meta())
-        try:
-            async for item in call:
-                yield item
-        finally:
-            call.cancel()
 
     async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
         which = item.WhichOneof("item")

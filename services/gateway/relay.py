@@ -1,7 +1,7 @@
 """The gateway's room streams over a few shared SubscribeMany calls instead of one Subscribe each.
 
 Every bound client follows its room. With one ``Subscribe`` per client, a move in a room of four
-was four gRPC messages into this process (and four out of the session); here the clients' room
+would be four gRPC messages into this process (and four out of the session); here the clients' room
 streams share ``streams`` SubscribeMany calls, chosen by room so that the subscribers of one room
 share a call and the session can put a whole move's batches in one message.
 

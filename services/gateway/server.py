@@ -220,16 +220,16 @@ class Gateway:
     """The shared state of one gateway process: the session stub, the limits, live connections."""
 
     session: spb_grpc.SessionServiceAsyncStub
+    # The clients' room streams, over a few shared SubscribeMany calls.
+    relay: SessionRelay
+    # The clients' plays, over a few shared PlayMany calls.
+    plays: PlayRelay
     limits: Limits = field(default_factory=Limits)
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics.create)
     connections: set[Connection] = field(default_factory=set)
     draining: bool = False
     # JSON of pushed messages shared by the WebSocket connections that receive the same one.
     texts: SharedServerText = field(default_factory=SharedServerText)
-    # The clients' room streams, over a few shared SubscribeMany calls (None: one Subscribe each).
-    relay: SessionRelay | None = None
-    # The clients' plays, over a few shared PlayMany calls (None: one unary Play call each).
-    plays: PlayRelay | None = None
     # Per-address budgets: connections, room creation, failed tokens.
     admission: Admission = field(default_factory=Admission)
     # Page origins besides the gateway's own that may open the WebSocket (browsers send Origin).
@@ -433,10 +433,8 @@ class RunningGateway:
         await self.gateway.shutdown_clients()
         await self.runner.cleanup()
         await self.grpc_server.stop(grace)
-        if self.gateway.relay is not None:
-            await self.gateway.relay.close()
-        if self.gateway.plays is not None:
-            await self.gateway.plays.close()
+        await self.gateway.relay.close()
+        await self.gateway.plays.close()
         await self.channel.close(None)
 
 
@@ -459,13 +457,14 @@ async def start_gateway(
 ) -> RunningGateway:
     """Start the HTTP/WebSocket and gRPC listeners (port 0 picks free ones).
 
-    ``session_streams`` shared SubscribeMany calls carry the clients' room streams; 0 gives each
-    client its own Subscribe call (the way before SubscribeMany, kept for comparison).
-    ``session_play_streams`` shared PlayMany calls carry the clients' plays; 0 makes one unary
-    Play call per play (the way before PlayMany). ``service_token`` is presented on every session
-    call, the shared streams included. ``budgets`` are the per-address limits
+    ``session_streams`` shared SubscribeMany calls carry the clients' room streams and
+    ``session_play_streams`` shared PlayMany calls their plays (at least 1 each: ValueError
+    otherwise). ``service_token`` is presented on every session call, the shared streams
+    included. ``budgets`` are the per-address limits
     (:mod:`services.gateway.admission`; production defaults when None, loopback included).
     """
+    if session_streams < 1 or session_play_streams < 1:
+        raise ValueError("the gateway needs at least one shared call of each kind to the session")
     # Several session replicas (an ``ipv4:a,b`` list or a DNS name with several addresses) share the
     # load: any replica can serve any room on the Redis store, so a call cut off by one's death is
     # retried on another (the idempotent ones) and no call fails while one is up.
@@ -478,10 +477,10 @@ async def start_gateway(
     metrics = GatewayMetrics.create(registry)
     gateway = Gateway(
         stub,
+        SessionRelay(stub, session_streams),
+        PlayRelay(stub, session_play_streams, metrics.play_retries),
         limits or Limits(),
         metrics,
-        relay=SessionRelay(stub, session_streams) if session_streams else None,
-        plays=PlayRelay(stub, session_play_streams, metrics.play_retries) if session_play_streams else None,
         admission=Admission(budgets),
         allowed_origins=allowed_origins,
         trusted_proxies=trusted_proxies,
@@ -593,16 +592,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     add_env_argument(
         parser,
         "--session-streams",
-        type=int,
+        type=_flag_type(_shared_calls),
         default=DEFAULT_SESSION_STREAMS,
-        help="shared SubscribeMany calls for the clients' room streams (0: one Subscribe per client)",
+        help="shared SubscribeMany calls for the clients' room streams (at least 1)",
     )
     add_env_argument(
         parser,
         "--session-play-streams",
-        type=int,
+        type=_flag_type(_shared_calls),
         default=DEFAULT_SESSION_PLAY_STREAMS,
-        help="shared PlayMany calls for the clients' plays (0: one unary Play call per play)",
+        help="shared PlayMany calls for the clients' plays (at least 1)",
     )
     _add_edge_flags(parser)
     parser.set_defaults(handler=run_command)
@@ -619,6 +618,14 @@ def _flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     return convert
+
+
+def _shared_calls(text: str) -> int:
+    """A count of shared session calls: a whole number, at least 1."""
+    count = int(text)
+    if count < 1:
+        raise ValueError(f"must be at least 1 (shared calls to the session), got {count}")
+    return count
 
 
 def _add_edge_flags(parser: argparse.ArgumentParser) -> None:

@@ -54,6 +54,7 @@ with atheris.instrument_imports(include=["services"]):
         reply_id_of,
         schema,
     )
+    from services.gateway.relay import PlayRelay, SessionRelay
     from services.gateway.server import _parse_grpc
 
 DEFS: Final[dict[str, Any]] = schema()["$defs"]
@@ -77,7 +78,15 @@ class _Unsent:
     async def close(self, code: int) -> None: ...
 
 
-CONNECTION: Final = Connection(_Unsent(), None, Limits(), GatewayMetrics.create(None))  # type: ignore[arg-type]
+_NO_SESSION: Final[Any] = None  # the harness makes no session call (the relays open theirs on first use)
+CONNECTION: Final = Connection(
+    _Unsent(),
+    _NO_SESSION,
+    Limits(),
+    GatewayMetrics.create(None),
+    relay=SessionRelay(_NO_SESSION),
+    plays=PlayRelay(_NO_SESSION),
+)
 
 
 def _doc_frames() -> list[Any]:

@@ -231,7 +231,14 @@ async def test_a_slow_client_is_disconnected_without_blocking(gateway: RunningGa
 
     metrics = GatewayMetrics.create(CollectorRegistry())
     transport = StalledTransport()
-    connection = Connection(transport, gateway.gateway.session, Limits(send_queue=3), metrics)
+    connection = Connection(
+        transport,
+        gateway.gateway.session,
+        Limits(send_queue=3),
+        metrics,
+        relay=gateway.gateway.relay,
+        plays=gateway.gateway.plays,
+    )
     connection.start()
     ping = gw.ClientMessage(ping=gw.Ping())
     for _ in range(6):  # the first is stuck in the socket, three wait in the queue, then it overflows

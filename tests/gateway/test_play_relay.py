@@ -1,9 +1,10 @@
 """The gateway's plays over shared PlayMany calls (``PlayRelay`` in ``services/gateway/relay.py``).
 
-Clients must not notice: a whole game plays to the end, refusals reach them as the very frames the
-unary Play path sends, one request id follows a play from the gateway's line to the session's,
-and a stuck or restarted session fails plays the way a unary call would, so the client's resend
-(idempotent by client_seq) lands once on a new call. Real engine, session and gateway servers.
+Clients must not notice: a whole game plays to the end, refusals reach them with the reason,
+text and metadata the session's unary Play refuses the same play with, one request id follows a
+play from the gateway's line to the session's, and a stuck or restarted session fails plays the way
+a unary call would, so the client's resend (idempotent by client_seq) lands once on a new call.
+Real engine, session and gateway servers.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import CollectorRegistry
 
+from services.common.errors import error_info
+from services.common.grpcclient import create_channel
 from services.common.logging import configure_logging
 from services.engine.server import EngineMetrics, create_engine_server
+from services.gateway.convert import action_from_json
 from services.gateway.relay import PlayRelay
 from services.session.playmany import PLAY_METHOD
 from tests.common.conftest import LogCapture
-from tests.gateway.conftest import GatewayFactory, WsClient, WsFactory
+from tests.gateway.conftest import Backend, GatewayFactory, WsClient, WsFactory
 from tests.gateway.test_relay import LocalSession
 from tests.gateway.test_ws_contract import _create_table, _play_to_the_end
 from tests.session.store.sqlite_lock import StoreLock
@@ -36,7 +40,6 @@ async def test_a_whole_game_plays_to_the_end_over_shared_play_streams(
     make_gateway: GatewayFactory, ws_client: WsFactory
 ) -> None:
     running = await make_gateway(session_play_streams=2)
-    assert running.gateway.plays is not None
     client = await ws_client(running)
     joined = await _create_table(client)
     finished = await _play_to_the_end(client, joined["playerId"])
@@ -53,21 +56,36 @@ async def _refusal(client: WsClient, play: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in answer.items() if key != "id"}
 
 
+async def _unary_refusal(
+    session: spb_grpc.SessionServiceAsyncStub, token: str, play: dict[str, Any], lang: str
+) -> dict[str, Any]:
+    """The session's own unary Play refusing ``play``, as the error frame it should reach a client as."""
+    request = spb.PlayRequest(token=token, client_seq=play["clientSeq"])
+    action_from_json(play["action"], request.action)
+    if "moveSeq" in play:
+        request.expected_move_seq = play["moveSeq"]
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await session.Play(request, metadata=(("accept-language", lang),), timeout=10)
+    info = error_info(refused.value)
+    assert info is not None
+    # The gateway names the refused play's clientSeq in the frame's metadata.
+    metadata = {**info.metadata, "clientSeq": str(play["clientSeq"])}
+    message = refused.value.details()
+    return {"type": "error", "reason": info.reason, "message": message, "fatal": False, "metadata": metadata}
+
+
 @pytest.mark.turn_time_scale(1.0)  # 15 s turns: the game waits for the human while both ask
-async def test_refusals_reach_the_client_as_the_same_frames_as_over_unary_play(
-    make_gateway: GatewayFactory, ws_client: WsFactory
+async def test_refusals_reach_the_client_as_the_session_refuses_them_over_unary_play(
+    make_gateway: GatewayFactory, ws_client: WsFactory, backend: Backend
 ) -> None:
     shared = await make_gateway(session_play_streams=2)
-    unary = await make_gateway(session_play_streams=0)
-    assert unary.gateway.plays is None
     host = await ws_client(shared)
     joined = await host.request({"type": "createRoom", "id": "c", "name": "A", "seats": 2})
     await host.request({"type": "addBot", "id": "b"})
     await host.request({"type": "startGame", "id": "s"})
-    # The same seat through the other gateway.
-    twin = await ws_client(unary)
-    resumed = await twin.request({"type": "resume", "id": "r", "token": joined["token"], "afterSeq": 0})
-    assert resumed["type"] == "joined"
+    # The same seat straight at the session, over its unary Play.
+    channel = create_channel(backend.session_target)
+    unary = spb_grpc.SessionServiceStub(channel)
 
     def my_turn(m: dict[str, Any]) -> bool:
         return bool(m["type"] == "view" and m["view"].get("myTurn"))
@@ -87,7 +105,7 @@ async def test_refusals_reach_the_client_as_the_same_frames_as_over_unary_play(
 
     def refusals(client_seq: int) -> dict[str, dict[str, Any]]:
         # A refused clientSeq stays refused (client-protocol §3): each refusal has its own. The
-        # twin sends the same play again, so its answer is the remembered one.
+        # unary call sends the same play again, so its answer is the remembered one.
         return {
             "STALE": {"type": "play", "id": 2, "clientSeq": 49, "action": action},
             "VIEW_OUTDATED": {
@@ -105,13 +123,16 @@ async def test_refusals_reach_the_client_as_the_same_frames_as_over_unary_play(
             },
         }
 
-    for lang, client_seq in (("ko", 60), ("en", 70)):
-        await host.request({"type": "hello", "id": "h", "lang": lang})
-        await twin.request({"type": "hello", "id": "h", "lang": lang})
-        for reason, play in refusals(client_seq).items():
-            streamed, direct = await _refusal(host, play), await _refusal(twin, play)
-            assert streamed["reason"] == reason, streamed
-            assert streamed == direct, (lang, reason)
+    try:
+        for lang, client_seq in (("ko", 60), ("en", 70)):
+            await host.request({"type": "hello", "id": "h", "lang": lang})
+            for reason, play in refusals(client_seq).items():
+                streamed = await _refusal(host, play)
+                direct = await _unary_refusal(unary, joined["token"], play, lang)
+                assert streamed["reason"] == reason, streamed
+                assert streamed == direct, (lang, reason)
+    finally:
+        await channel.close(None)
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """The gateway's room streams over shared SubscribeMany calls (``services/gateway/relay.py``).
 
-Clients must not notice the sharing: the same events as with one Subscribe per client, the same
-refusals (status and ErrorInfo), and a session restart is survived by resubscribing from the last
+Clients must not notice the sharing: the same events however many calls share them, the same
+refusals (status and ErrorInfo) as Subscribe, and a session restart is survived by resubscribing from the last
 seq. Real engine and session servers throughout.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -20,25 +21,27 @@ from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import CollectorRegistry
 
+from services.common.config import env_var
 from services.common.errors import to_service_error
 from services.engine.server import EngineMetrics, create_engine_server
 from services.gateway import relay as relay_module
 from services.gateway.relay import SessionRelay
+from services.gateway.server import add_parser as add_gateway_parser
+from services.gateway.server import start_gateway
 from services.session.server import close_room_service, create_session_server
 from services.session.service import RoomService
-from tests.gateway.conftest import GatewayFactory, WsFactory
+from tests.gateway.conftest import Backend, GatewayFactory, WsFactory
 
 
 def _game_events(seen: list[dict[str, Any]]) -> list[tuple[int, str]]:
     return [(m["seq"], m["event"]["type"]) for m in seen if m["type"] == "event"]
 
 
-async def test_shared_streams_bring_the_same_events_as_one_subscribe_per_client(
+async def test_a_seat_gets_the_same_events_however_many_calls_share_its_stream(
     make_gateway: GatewayFactory, ws_client: WsFactory
 ) -> None:
     shared = await make_gateway(session_streams=2)
-    single = await make_gateway(session_streams=0)
-    assert shared.gateway.relay is not None and single.gateway.relay is None
+    single = await make_gateway(session_streams=1)  # every room of that gateway on one call
     host = await ws_client(shared)
     joined = await host.request({"type": "createRoom", "id": "c", "name": "A", "seats": 3})
     await host.request({"type": "addBot", "id": "b1"})
@@ -183,3 +186,31 @@ async def test_a_subscription_whose_reader_falls_behind_is_ended_not_buffered_fo
     fresh = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
     assert (await _next_batch(fresh)).batch.events
     await fresh.aclose()
+
+
+def _gateway_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="ninety-nine")
+    add_gateway_parser(parser.add_subparsers())
+    return parser.parse_args(["gateway", *argv])
+
+
+@pytest.mark.parametrize("flag", ["--session-streams", "--session-play-streams"])
+def test_the_gateway_refuses_fewer_than_one_shared_call(
+    flag: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert getattr(_gateway_args([flag, "1"]), flag[2:].replace("-", "_")) == 1
+    with pytest.raises(SystemExit):
+        _gateway_args([flag, "0"])
+    assert "must be at least 1" in capsys.readouterr().err
+    monkeypatch.setenv(env_var(flag), "0")
+    with pytest.raises(SystemExit):
+        _gateway_args([])
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+async def test_a_gateway_cannot_be_started_without_shared_calls(backend: Backend) -> None:
+    target = backend.session_target
+    with pytest.raises(ValueError, match="at least one shared call"):
+        await start_gateway(session_target=target, registry=CollectorRegistry(), session_streams=0)
+    with pytest.raises(ValueError, match="at least one shared call"):
+        await start_gateway(session_target=target, registry=CollectorRegistry(), session_play_streams=0)

@@ -374,11 +374,10 @@ def _has_hand(message: dict[str, Any]) -> bool:
     return message["type"] == "view" and bool(message["view"].get("hand"))
 
 
-@pytest.mark.parametrize("session_streams", [2, 0], ids=["SubscribeMany", "Subscribe"])
 async def test_leaving_on_one_connection_ends_the_seat_on_the_others(
-    make_gateway: Callable[..., Awaitable[RunningGateway]], ws_client: WsFactory, session_streams: int
+    make_gateway: Callable[..., Awaitable[RunningGateway]], ws_client: WsFactory
 ) -> None:
-    gateway = await make_gateway(session_streams=session_streams)
+    gateway = await make_gateway()
     host, seat, twin = await ws_client(gateway), await ws_client(gateway), await ws_client(gateway)
     created = await _bound(host, "createRoom", name="지호", seats=3)
     joined = await _bound(seat, "joinRoom", roomId=created["roomId"], name="민서")
