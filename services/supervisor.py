@@ -39,8 +39,8 @@ import ipaddress
 import json
 import os
 import signal
-import socket
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,17 +48,12 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-import aiohttp
-import grpc
-import grpc.aio
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ninetynine.engine.v1 import engine_service_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2
 from ninetynine.session.v1 import session_service_pb2
 
-from services.common.config import add_env_argument, env_var
+from services.common.config import add_env_argument
 from services.common.credential import (
-    TOKEN_ENV,
     CredentialError,
     add_credential_flag,
     generate_token,
@@ -66,6 +61,7 @@ from services.common.credential import (
     load_service_token,
 )
 from services.common.logging import configure_logging, get_logger
+from services.launch import connect_host, free_port, service_command, service_env, url_host, wait_serving
 
 __all__ = ["Child", "Plan", "PlanError", "Supervisor", "add_parser", "build_plan", "run_command"]
 
@@ -99,7 +95,7 @@ class Child:
 
     @property
     def connect_host(self) -> str:
-        return _connect_host(self.listen_host)
+        return connect_host(self.listen_host)
 
     @property
     def credential(self) -> bool:
@@ -108,10 +104,10 @@ class Child:
 
     def listens(self) -> str:
         """Where it listens, for the banner."""
-        parts = [f"grpc {_url_host(self.listen_host)}:{self.grpc_port}"]
+        parts = [f"grpc {url_host(self.listen_host)}:{self.grpc_port}"]
         if self.http_port is not None:
-            parts.append(f"http {_url_host(self.listen_host)}:{self.http_port}")
-        parts.append(f"metrics {_url_host(self.metrics_host)}:{self.metrics_port}")
+            parts.append(f"http {url_host(self.listen_host)}:{self.http_port}")
+        parts.append(f"metrics {url_host(self.metrics_host)}:{self.metrics_port}")
         return ", ".join(parts)
 
 
@@ -138,19 +134,19 @@ class Plan:
 
     @property
     def web_url(self) -> str:
-        return f"http://{_url_host(self.connect_host)}:{self.gateway.http_port}/"
+        return f"http://{url_host(self.connect_host)}:{self.gateway.http_port}/"
 
     def metrics_urls(self) -> list[tuple[str, str]]:
         return [
             (
                 child.name,
-                f"http://{_url_host(_connect_host(child.metrics_host))}:{child.metrics_port}/metrics",
+                f"http://{url_host(connect_host(child.metrics_host))}:{child.metrics_port}/metrics",
             )
             for child in self.children()
         ]
 
     def banner(self) -> str:
-        host = _url_host(self.connect_host)
+        host = url_host(self.connect_host)
         lines = [
             "ninety-nine is running.",
             f"  web table:     {self.web_url}",
@@ -158,7 +154,7 @@ class Plan:
             f"  store:         {self.store_display}",
         ]
         lines += [
-            f"  grpc {child.name + ':':<9} {_url_host(child.connect_host)}:{child.grpc_port}"
+            f"  grpc {child.name + ':':<9} {url_host(child.connect_host)}:{child.grpc_port}"
             for child in self.children()
         ]
         lines += [f"  metrics {name + ':':<9} {url}" for name, url in self.metrics_urls()]
@@ -170,27 +166,6 @@ class Plan:
             )
         lines.append("Press Ctrl-C to stop.")
         return "\n".join(lines)
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _connect_host(listen_host: str) -> str:
-    """Where a local client reaches a server listening on ``listen_host``."""
-    if listen_host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if listen_host == "::":
-        return "::1"
-    return listen_host
-
-
-def _free_port(host: str) -> int:
-    host = host or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class _Ports:
@@ -206,9 +181,9 @@ class _Ports:
             raise PlanError(f"{what}: port {port} is out of range (0-65535)")
         if port == 0:
             probe = self.host if host is None else host
-            port = _free_port(probe)
+            port = free_port(probe)
             while port in self.taken:
-                port = _free_port(probe)
+                port = free_port(probe)
         elif port in self.taken:
             raise PlanError(f"{what}: port {port} is already used by another part of the stack")
         self.taken.add(port)
@@ -245,7 +220,7 @@ def _session_target(connect_host: str, ports: Sequence[int]) -> str:
     over to the next replica when one is down.
     """
     if len(ports) == 1:
-        return f"{_url_host(connect_host)}:{ports[0]}"
+        return f"{url_host(connect_host)}:{ports[0]}"
     try:
         address = ipaddress.ip_address(connect_host)
     except ValueError:
@@ -276,7 +251,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
     host: str = args.host
     internal: str = args.internal_host
     metrics_host: str = args.metrics_host
-    connect = _connect_host(internal)
+    connect = connect_host(internal)
     ports = _Ports(internal)
     # Explicit ports first, so the consecutive ones (replicas, metrics) step around them.
     explicit = {
@@ -339,7 +314,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                     "--port",
                     str(port),
                     "--engine",
-                    f"{_url_host(connect)}:{engine.grpc_port}",
+                    f"{url_host(connect)}:{engine.grpc_port}",
                     "--store",
                     store,
                     "--metrics-port",
@@ -377,27 +352,10 @@ def build_plan(args: argparse.Namespace) -> Plan:
         listen_host=host,
         metrics_host=metrics_host,
     )
-    return Plan(_connect_host(host), engine, tuple(sessions), gateway, _store_display(store), session_target)
+    return Plan(connect_host(host), engine, tuple(sessions), gateway, _store_display(store), session_target)
 
 
 # -- child processes ------------------------------------------------------------------------------
-
-
-# Runs first in every child, then execs the real service in the same process. It asks the kernel
-# to SIGTERM the child when the supervisor dies (Linux ``PR_SET_PDEATHSIG``; the setting survives
-# exec). It is a shim rather than a ``preexec_fn`` because a ``preexec_fn`` forces a full fork() of
-# a process whose gRPC threads are busy (health checks), which can crash the child before exec;
-# without it subprocess uses vfork, which does not copy them.
-_CHILD_SHIM = """
-import os, sys
-supervisor = int(sys.argv[1])
-if sys.platform.startswith("linux"):
-    import ctypes, signal
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
-if os.getppid() != supervisor:
-    sys.exit("ninety-nine serve: the supervisor is gone; not starting")
-os.execv(sys.executable, [sys.executable, "-m", "services.cli", *sys.argv[2:]])
-"""
 
 
 @dataclass
@@ -474,35 +432,6 @@ async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> 
         writer.line(name, raw)
 
 
-async def _wait_grpc_serving(host: str, child: Child) -> None:
-    """Return once ``child`` reports SERVING for its service (health ``Watch``, no polling)."""
-    # Short reconnect backoff: the child starts listening within a second or two; gRPC's default
-    # first retry after 1 s would add that second to every start.
-    options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
-    async with grpc.aio.insecure_channel(f"{_url_host(host)}:{child.grpc_port}", options=options) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        request = health_pb2.HealthCheckRequest(service=child.health_service)
-        # wait_for_ready: the call waits for the server to start listening instead of failing.
-        async for reply in stub.Watch(request, wait_for_ready=True):
-            if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                return
-
-
-async def _wait_http_healthy(url: str, deadline: float) -> None:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
-        while True:
-            try:
-                async with http.get(url) as response:
-                    if response.status == 200:
-                        return
-                    detail = f"HTTP {response.status}"
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                detail = str(exc) or type(exc).__name__
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} not healthy: {detail}")
-            await asyncio.sleep(0.1)
-
-
 class ChildFailed(RuntimeError):
     """A child exited while the supervisor still needed it."""
 
@@ -563,24 +492,14 @@ class Supervisor:
         self.stop_requested.set()
 
     async def _spawn(self, child: Child) -> _Running:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
         # The credential goes in the environment (readable by this user only), not on the command line.
-        env.pop(env_var("--service-token-file"), None)
-        env.pop(TOKEN_ENV, None)
-        if child.credential:
-            env[TOKEN_ENV] = self.service_token
+        token = self.service_token if child.credential else None
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-S",  # the shim needs no site-packages; the service it execs gets them
-            "-c",
-            _CHILD_SHIM,
-            str(os.getpid()),
-            child.subcommand,
-            *child.args,
+            *service_command([child.subcommand, *child.args], parent=os.getpid()),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=env,
+            env=service_env(token, own_credential=True),
             limit=_LINE_LIMIT,
             # Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the
             # children in order instead of all at once.
@@ -604,7 +523,7 @@ class Supervisor:
             if self.stop_requested.is_set():
                 return False
             started = [await self._spawn(child) for child in wave]
-            ready = asyncio.ensure_future(asyncio.gather(*(self._ready(r.child, deadline) for r in started)))
+            ready = asyncio.ensure_future(asyncio.gather(*(self._ready(r.child) for r in started)))
             stop = asyncio.ensure_future(self.stop_requested.wait())
             waited: list[asyncio.Future[Any]] = [ready, stop, *(r.exited for r in self.running)]
             try:
@@ -628,11 +547,21 @@ class Supervisor:
             ready.result()  # re-raise a health-check error
         return True
 
-    async def _ready(self, child: Child, deadline: float) -> None:
-        await _wait_grpc_serving(child.connect_host, child)
-        if child.http_port is not None:
-            url = f"http://{_url_host(child.connect_host)}:{child.http_port}/healthz"
-            await _wait_http_healthy(url, deadline)
+    async def _ready(self, child: Child) -> None:
+        # A thread per child: the check blocks; cancelling this task ends the thread's wait too.
+        cancel = threading.Event()
+        try:
+            await asyncio.to_thread(
+                wait_serving,
+                child.grpc_port,
+                host=child.connect_host,
+                service=child.health_service,
+                http_port=child.http_port,
+                timeout=None,  # _start_all bounds the wait by --startup-timeout
+                cancel=cancel,
+            )
+        finally:
+            cancel.set()
         log.info("serving", process=child.name, grpc_port=child.grpc_port)
 
     def _raise_if_exited(self) -> None:

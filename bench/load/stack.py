@@ -2,19 +2,17 @@
 
 :class:`Stack` starts ``python -m services.cli engine|session|gateway`` (the production entry
 points, production log level by default) on free loopback ports, with a fresh SQLite store in a
-temporary directory, waits until every port accepts connections and stops them (SIGTERM, then
-SIGKILL after a bound) on exit. With ``engine_local`` there is no engine process: the session
-runs the rules itself (``--engine local``). :class:`ProcSampler` reads CPU time and RSS from ``/proc``;
-:func:`histogram_buckets` parses one Prometheus histogram out of a ``/metrics`` page;
-:func:`open_files` reads a process's open-files limit and count.
+temporary directory, waits until every one is SERVING and stops them (SIGTERM, then SIGKILL after
+a bound) on exit; the launching is :mod:`services.launch`'s. With ``engine_local`` there is no
+engine process: the session runs the rules itself (``--engine local``). :class:`ProcSampler`
+reads CPU time and RSS from ``/proc``; :func:`histogram_buckets` parses one Prometheus histogram
+out of a ``/metrics`` page; :func:`open_files` reads a process's open-files limit and count.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +20,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+
+from services import launch
+from services.launch import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 HOST = "127.0.0.1"
@@ -35,25 +36,6 @@ LOAD_BUDGETS = (
 )  # fmt: skip
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], name: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode} before listening (see its log)")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex((HOST, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{name} did not listen on port {port} within {timeout_s:.0f} s")
 
 
 @dataclass
@@ -87,30 +69,15 @@ class Stack:
         return {name: proc.pid for name, proc in self.procs.items()}
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-        }
-        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")  # noqa: SIM115 - closed in __exit__
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "services.cli",
-                name,
-                "--host",
-                HOST,
-                "--log-level",
-                self.config.log_level,
-                *args,
-            ],
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+        env = launch.service_env(
+            PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
         )
-        log.close()
+        proc = launch.start(
+            [name, "--host", HOST, "--log-level", self.config.log_level, *args],
+            Path(self.workdir) / f"{name}.log",
+            env=env,
+            cwd=REPO_ROOT,
+        )
         self.procs[name] = proc
         return proc
 
@@ -157,26 +124,18 @@ class Stack:
                 ],
             )  # fmt: skip
             if engine is not None:
-                wait_for_port(self.ports["engine"], engine, "engine")
-            wait_for_port(self.ports["session"], session, "session")
-            wait_for_port(self.ports["session_metrics"], session, "session metrics")
-            wait_for_port(self.ports["gateway"], gateway, "gateway")
+                launch.wait_serving(self.ports["engine"], timeout=30, proc=engine)
+            launch.wait_serving(self.ports["session"], timeout=30, proc=session)
+            launch.wait_serving(
+                self.ports["gateway_grpc"], http_port=self.ports["gateway"], timeout=30, proc=gateway
+            )
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        launch.stop(self.procs.values(), timeout=15)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from services.common.grpcclient import RETRY_MAX_ATTEMPTS, RETRY_TOKENS, create_channel, failover_options
 from services.common.interceptors import CanonicalLogInterceptor
+from services.launch import free_port
 from tests.common.conftest import LogCapture
-from tests.session.procs import free_port
 
 HEALTH = health_pb2.DESCRIPTOR.services_by_name["Health"]
 CHECK = "/grpc.health.v1.Health/Check"

@@ -1,7 +1,8 @@
 """Engine, session, gateway and Redis as real processes that a fault test can kill and restart.
 
 Each :class:`Service` keeps its ports, so a restart comes back where clients expect it, the way a
-supervisor or Kubernetes would bring a crashed pod back behind the same address.
+supervisor or Kubernetes would bring a crashed pod back behind the same address. Starting, waiting
+and stopping are :mod:`services.launch`'s.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import aiohttp
 import grpc
 import redis
 
+from services import launch
+from services.launch import free_port
 from tests.gateway.conftest import WsClient
-from tests.session.procs import free_port, session_args, start_service, wait_serving
+from tests.session.procs import session_args
 
 
 @dataclass
@@ -31,22 +34,20 @@ class Service:
     name: str
     args: list[str]
     log_path: Path
-    ready: Callable[[], None]
     port: int = 0  # gRPC port (the gateway's too)
     http_port: int = 0  # the gateway's WebSocket port
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
     def start(self) -> None:
-        self.proc = start_service(self.args, self.log_path)
+        self.proc = launch.start(self.args, self.log_path)
         self.starts += 1
-        self.ready()
+        launch.wait_serving(self.port, http_port=self.http_port or None, proc=self.proc)
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, exactly like a crash or an OOM kill."""
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+        launch.kill(self.proc)
 
     def terminate(self) -> None:
         """SIGTERM without waiting: the graceful shutdown a rolling update or a node drain starts."""
@@ -54,13 +55,8 @@ class Service:
         self.proc.send_signal(signal.SIGTERM)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            launch.stop([self.proc], timeout=30)
 
     def rss_kib(self) -> int:
         assert self.proc is not None
@@ -73,7 +69,7 @@ class Service:
 def engine_service(tmp: Path) -> Service:
     port = free_port()
     args = ["engine", "--host=127.0.0.1", f"--port={port}", "--metrics-port=0"]
-    return Service("engine", args, tmp / "engine.log", lambda: wait_serving(port), port=port)
+    return Service("engine", args, tmp / "engine.log", port=port)
 
 
 def session_service(
@@ -97,7 +93,7 @@ def session_service(
         args.append(f"--lease-ms={lease_ms}")
     if grace is not None:
         args.append(f"--grace={grace}")
-    return Service(label, args, tmp / f"{label}.log", lambda: wait_serving(port), port=port)
+    return Service(label, args, tmp / f"{label}.log", port=port)
 
 
 def replica_stack(
@@ -144,14 +140,7 @@ def gateway_service(tmp: Path, session_port: int | Sequence[int], *, label: str 
         f"--session={session_target}",
         "--metrics-port=0",
     ]
-    return Service(
-        label,
-        args,
-        tmp / f"{label}.log",
-        lambda: wait_serving(grpc_port),
-        port=grpc_port,
-        http_port=http_port,
-    )
+    return Service(label, args, tmp / f"{label}.log", port=grpc_port, http_port=http_port)
 
 
 @dataclass
@@ -204,13 +193,11 @@ class RedisServer:
 
     def kill(self) -> None:
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+        launch.kill(self.proc)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
+        if self.proc is not None:
+            launch.stop([self.proc], timeout=30)
 
 
 async def ws_connect(http: aiohttp.ClientSession, http_port: int) -> WsClient:

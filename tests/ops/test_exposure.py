@@ -25,9 +25,9 @@ from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
 from services.common.credential import TOKEN_ENV, bearer_metadata
 from services.common.errors import error_info
+from services.launch import free_port, start, wait_serving
 from services.session.errors import DOMAIN as SESSION_DOMAIN
 from tests.ops.stack import Serve, open_table
-from tests.session.procs import free_port, start_service, wait_serving
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -203,7 +203,7 @@ def test_a_session_on_a_public_address_needs_a_credential(
     token_file.write_text("k8s-mounted-secret-0123456789\n")
     token_file.chmod(0o600)
     log = tmp_path / "session.log"
-    proc = start_service([*args, f"--service-token-file={token_file}"], log)
+    proc = start([*args, f"--service-token-file={token_file}"], log)
     try:
         wait_serving(port)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

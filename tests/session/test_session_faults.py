@@ -13,7 +13,8 @@ from ninetynine.engine.v1 import state_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
-from tests.session.procs import free_port, start_session
+from services.launch import free_port
+from tests.session.procs import start_session
 
 
 def _channel(port: int) -> grpc.aio.Channel:
