@@ -199,8 +199,9 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def stop(procs: Iterable[subprocess.Popen[bytes]], timeout: float) -> None:
-    """SIGTERM every one still running, then SIGKILL those not gone ``timeout`` seconds later."""
+def stop(procs: Iterable[subprocess.Popen[bytes]], timeout: float) -> list[int]:
+    """SIGTERM every one still running, then SIGKILL those not gone ``timeout`` seconds later;
+    returns their exit codes."""
     procs = list(procs)
     for proc in procs:
         if proc.poll() is None:
@@ -211,3 +212,4 @@ def stop(procs: Iterable[subprocess.Popen[bytes]], timeout: float) -> None:
             proc.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             kill(proc)
+    return [proc.wait() for proc in procs]

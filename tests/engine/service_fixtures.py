@@ -8,9 +8,7 @@ to a file the tests can read (canonical ``rpc`` lines); the chosen ports come fr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +20,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from prometheus_client.parser import text_string_to_metric_families
 
+from services import launch
 from services.common.errors import error_info
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,12 +59,8 @@ class RunningEngine:
 
 def start_engine(tmp_dir: Path, *extra: str) -> RunningEngine:
     log_path = tmp_dir / f"engine-{time.monotonic_ns()}.log"
-    log_file = log_path.open("wb")
-    command = [sys.executable, "-m", "services.cli", "engine", "--host", "127.0.0.1", "--port", "0"]
-    command += ["--metrics-port", "0", *extra]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, env=env)
-    log_file.close()
+    args = ["engine", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0", *extra]
+    process = launch.start(args, log_path, cwd=ROOT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for raw in log_path.read_text(encoding="utf-8").splitlines():
@@ -80,13 +75,7 @@ def start_engine(tmp_dir: Path, *extra: str) -> RunningEngine:
 
 
 def stop_engine(engine: RunningEngine) -> int:
-    if engine.process.poll() is None:
-        engine.process.terminate()
-    try:
-        return engine.process.wait(15)
-    except subprocess.TimeoutExpired:
-        engine.process.kill()
-        return engine.process.wait(5)
+    return launch.stop([engine.process], timeout=15)[0]
 
 
 def run_engine(tmp_dir: Path) -> Iterator[RunningEngine]:

@@ -18,6 +18,7 @@ from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 
 from services.common.errors import ServiceError
 from services.engine.client import EngineClient
+from services.launch import free_port
 from tests.engine.service_fixtures import ROOT, RunningEngine, start_engine, stop_engine
 
 SERVICE = "ninetynine.engine.v1.EngineService"
@@ -148,9 +149,7 @@ async def test_client_raises_service_errors_with_reason(engine: RunningEngine) -
 
 
 async def test_client_gives_up_on_unavailable_after_bounded_retries() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()  # closed again: nothing listens there
     async with EngineClient(f"127.0.0.1:{port}", timeout=0.5, attempts=3, backoff=0.01) as client:
         with pytest.raises(ServiceError) as caught:
             await client.setup(["a", "b"])
@@ -159,9 +158,7 @@ async def test_client_gives_up_on_unavailable_after_bounded_retries() -> None:
 
 async def test_client_retries_until_the_engine_is_up(tmp_path: Path) -> None:
     # The engine starts while the client is backing off; the retry reaches it.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     started: list[RunningEngine] = []
 
     def boot() -> None:

@@ -17,7 +17,6 @@ import asyncio
 import math
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ import aiohttp
 import pytest
 import yaml
 
+from services.launch import free_port
 from tests.ops.stack import Serve, open_table
 
 pytestmark = pytest.mark.timeout(180)
@@ -49,12 +49,6 @@ def prometheus_binary() -> str:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail("the prometheus binary is missing; CI installs Debian's prometheus package")
     pytest.skip("prometheus is not installed (apt-get install prometheus); CI runs this test")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_config(tmp: Path, metrics_urls: dict[str, str]) -> Path:
