@@ -109,7 +109,7 @@ class GatewayMetrics:
             ),
             play_retries=_Counter(
                 "ninetynine_gateway_play_retries_total",
-                "Plays sent to the session a second time because the shared PlayMany call carrying "
+                "Plays sent to the session again because the shared PlayMany call carrying "
                 "them ended or broke before they were answered (a replica draining or gone).",
                 registry=registry,
             ),

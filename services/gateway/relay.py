@@ -17,11 +17,12 @@ calls instead of one unary ``Play`` call each. :meth:`PlayRelay.play` behaves li
 ``stub.Play(...)``: it returns the ``PlayResponse`` or raises a ``grpc.aio.AioRpcError`` with the
 code, details and ``grpc-status-details-bin`` trailer Play would have failed with
 (DEADLINE_EXCEEDED after the caller's timeout). When a shared call breaks (the session replica
-drained it on shutdown, or went away), each of its unanswered plays is sent once more on a new
-call, within the same timeout: plays are idempotent by ``client_seq``, so the resend is safe
+drained it on shutdown, or went away), each of its unanswered plays is sent again on a new call,
+up to :data:`~services.common.grpcclient.RETRY_MAX_ATTEMPTS` sendings in all (the unary calls'
+retry budget) within the same timeout: plays are idempotent by ``client_seq``, so the resend is safe
 whether or not the first one landed, and with several replicas behind round robin the new call
 lands on one that is still serving (the gateway's channel makes it wait for one to be connected,
-see :func:`services.common.grpcclient.failover_options`). Only if that fails too does the play
+see :func:`services.common.grpcclient.failover_options`). Only if every sending fails does the play
 fail with the call's status (UNAVAILABLE when the session went away, DEADLINE_EXCEEDED when no
 replica was there within the timeout), and the client resends it itself. A play the
 session answered with a refusal (an UNAVAILABLE one included, e.g. ENGINE_UNAVAILABLE) is never
@@ -45,6 +46,7 @@ from prometheus_client import Counter
 
 from services.common.context import request_id, request_scope
 from services.common.errors import STATUS_DETAILS_KEY
+from services.common.grpcclient import RETRY_MAX_ATTEMPTS
 from services.common.logging import get_logger
 
 log = get_logger(__name__)
@@ -68,8 +70,10 @@ def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> 
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # How a shared call that the session ended or cut off fails its plays (the gateway's own closing
-# is CANCELLED too, but then nothing is resent: see ``_Pool.closing``).
-_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
+# is CANCELLED too, but then nothing is resent: see ``_Pool.closing``). A replica killed mid-stream
+# can surface as INTERNAL (the stream reset under it), seen in the double-kill fault test.
+_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL})
+_RESEND_PAUSE_S = 0.05
 
 
 class _Call(ABC, Generic[_Req, _Resp]):
@@ -265,7 +269,7 @@ class _PlayCall(_Call[spb.PlayManyRequest, spb.PlayManyResponse]):
 class PlayRelay(_Pool[_PlayCall]):
     """``streams`` shared PlayMany calls to the session, opened on first use and after a break.
 
-    ``retries`` counts the plays sent a second time because the call carrying them broke.
+    ``retries`` counts the plays sent again because the call carrying them broke.
     """
 
     def __init__(
@@ -284,20 +288,25 @@ class PlayRelay(_Pool[_PlayCall]):
         room_id = request.token.partition(".")[0]
         try:
             async with asyncio.timeout(timeout):
-                try:
-                    answer = await self._send(room_id, request, lang)
-                except grpc.aio.AioRpcError as broken:  # the call broke: the session gave no answer
-                    if self.closing or broken.code() not in _RETRY_CODES:
-                        raise
-                    log.info(
-                        "play retried on a new shared stream",
-                        room_id=room_id[:16],
-                        client_seq=request.client_seq,
-                        code=broken.code().name,
-                    )
-                    if self.retries is not None:
-                        self.retries.inc()
-                    answer = await self._send(room_id, request, lang)
+                for attempt in range(1, RETRY_MAX_ATTEMPTS + 1):
+                    try:
+                        answer = await self._send(room_id, request, lang)
+                        break
+                    except grpc.aio.AioRpcError as broken:  # the call broke: the session gave no answer
+                        if self.closing or broken.code() not in _RETRY_CODES or attempt == RETRY_MAX_ATTEMPTS:
+                            raise
+                        log.info(
+                            "play retried on a new shared stream",
+                            room_id=room_id[:16],
+                            client_seq=request.client_seq,
+                            code=broken.code().name,
+                            attempt=attempt + 1,
+                        )
+                        if self.retries is not None:
+                            self.retries.inc()
+                        # A replica that just died may still look connected for a moment: the next
+                        # call could land on it again, so give the channel time to notice.
+                        await asyncio.sleep(_RESEND_PAUSE_S * attempt)
         except TimeoutError:
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
         if answer.WhichOneof("result") == "played":
