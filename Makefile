@@ -53,8 +53,8 @@ fuzz: $(DEV_STAMP)
 	done
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check services tests bench
-	$(BIN)/ruff format --check services tests bench
+	$(BIN)/ruff check ninetynine tests bench
+	$(BIN)/ruff format --check ninetynine tests bench
 	$(BIN)/mypy
 
 run: $(RUN_STAMP)

@@ -2,7 +2,7 @@
 
 Issue 3's speed goal: ``Apply`` p50 within 1.15× the p50 of a trivial echo RPC carrying a
 payload the size of a real ``ApplyRequest``. In the same run this module starts the real engine
-server (:func:`services.engine.server.create_engine_server`: interceptor, canonical JSON log
+server (:func:`ninetynine.engine.server.create_engine_server`: interceptor, canonical JSON log
 line, metrics) and two echo services (bytes in, the same bytes out, no (de)serialization):
 
 * ``echo (bare server)`` -- a grpc.aio server with the same options and no interceptor: the
@@ -31,14 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
-from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 from bench.framework import CaseResult, Report, percentile
 from bench.rules_apply import Position, apply_request_bytes, mid_game_positions
 from bench.servers import APPLY_METHOD, ECHO_METHOD, ServerProcess, ServerThread, start_engine_and_echo
-from services.common.logging import configure_logging
-from services.engine import convert
-from services.engine.rules import Action, Event, GameState, Options, apply, validate_state
+from ninetynine.common.logging import configure_logging
+from ninetynine.engine import convert
+from ninetynine.engine.rules import Action, Event, GameState, Options, apply, validate_state
+from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 CALLS = 3000  # per method and placement
 BLOCK = 100

@@ -1,4 +1,4 @@
-"""What the shared gRPC plumbing (``services.common``) costs per RPC, in CPU time.
+"""What the shared gRPC plumbing (``ninetynine.common``) costs per RPC, in CPU time.
 
 Issue 3's speed goal leaves 15 % of an echo round trip for everything the engine adds, and the
 canonical-log interceptor is paid by every RPC of every service. Wall-clock latency on this shared
@@ -7,9 +7,9 @@ whole round trips, ``thread_time`` for the pieces) over many calls, which the ne
 disturbs much less.
 
 1. Round trips, in one process and one event loop: a grpc.aio client calling a bytes echo on a
-   bare server (:func:`services.common.grpcserver.create_server`, no interceptor), on a server
+   bare server (:func:`ninetynine.common.grpcserver.create_server`, no interceptor), on a server
    with a pass-through interceptor (grpc's own interceptor pipeline) and on a server with
-   :class:`~services.common.interceptors.CanonicalLogInterceptor` (latency histogram labelled by
+   :class:`~ninetynine.common.interceptors.CanonicalLogInterceptor` (latency histogram labelled by
    ``mode``, one JSON line per call written to ``/dev/null``). The echo binds ``mode`` and ``seq``
    like the engine's handlers. Small blocks, alternating; per block the CPU time of the whole
    process (client, servers, grpc's threads) divided by the calls. The column "+CPU" is the median
@@ -19,7 +19,7 @@ disturbs much less.
 2. The pieces, each timed alone on this thread (best of several passes of many calls): the
    interceptor's handler lookup, the wrapped handler with the line dropped by level and with no
    histogram, with the histogram, with the line, and the building blocks (request id,
-   :func:`~services.common.context.request_scope`, :func:`~services.common.context.bind_rpc_fields`,
+   :func:`~ninetynine.common.context.request_scope`, :func:`~ninetynine.common.context.bind_rpc_fields`,
    a structlog line, histogram observation, lenient request parsing). The wrapped handler runs on
    a minimal stand-in for the servicer context (the three methods it reads), driven without an
    event loop, so only the plumbing's own Python is counted.
@@ -36,18 +36,18 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from ninetynine.engine.v1 import engine_service_pb2 as pb
 from prometheus_client import CollectorRegistry, Histogram
 
 from bench.framework import CaseResult, Report
 from bench.rules_apply import apply_request_bytes, mid_game_positions
-from services.common.context import bind_rpc_fields, new_request_id, request_scope
-from services.common.grpcserver import create_server
-from services.common.interceptors import CanonicalLogInterceptor
-from services.common.lenient import lenient
-from services.common.logging import configure_logging, get_logger
-from services.common.metrics import histogram
-from services.engine.rules import Options
+from ninetynine.common.context import bind_rpc_fields, new_request_id, request_scope
+from ninetynine.common.grpcserver import create_server
+from ninetynine.common.interceptors import CanonicalLogInterceptor
+from ninetynine.common.lenient import lenient
+from ninetynine.common.logging import configure_logging, get_logger
+from ninetynine.common.metrics import histogram
+from ninetynine.engine.rules import Options
+from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 ECHO_SERVICE = "bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -364,7 +364,7 @@ async def _pieces(report: Report, request_bytes: bytes, devnull: Any) -> None:
 def run(report: Report) -> None:
     positions = mid_game_positions(Options(), 4, games=4, seed=1000)
     requests = [apply_request_bytes(p) for p in positions]
-    report.begin_suite("rpc_overhead", "per-RPC cost of services.common's gRPC plumbing (CPU µs)")
+    report.begin_suite("rpc_overhead", "per-RPC cost of ninetynine.common's gRPC plumbing (CPU µs)")
     with open(os.devnull, "w", encoding="utf-8") as devnull:
         try:
             configure_logging("bench", level="info", json_logs=True, stream=devnull)

@@ -12,7 +12,7 @@ engine's code, so the ratio tracks engine changes while the machine's speed canc
 ``GameState.clone()`` (the copy every apply makes) is measured as its own case.
 
 "engine Apply in-process" is the whole work of the engine service's ``Apply`` minus gRPC:
-parse the request bytes, convert and validate the state (``services.engine.convert``),
+parse the request bytes, convert and validate the state (``ninetynine.engine.convert``),
 apply, build and serialize the response. The gRPC round trip itself is for
 ``bench/engine_grpc.py``.
 """
@@ -22,13 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ninetynine.engine.v1 import engine_service_pb2 as pb
-
 from bench.framework import Report
-from services.engine import convert
-from services.engine.rules import Action, GameState, Options, Rng, apply, player_view, seed_rng, setup
-from services.engine.rules import timeout_action as rules_timeout_action
-from services.engine.simulate import PLAY_STREAM, random_action
+from ninetynine.engine import convert
+from ninetynine.engine.rules import Action, GameState, Options, Rng, apply, player_view, seed_rng, setup
+from ninetynine.engine.rules import timeout_action as rules_timeout_action
+from ninetynine.engine.simulate import PLAY_STREAM, random_action
+from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 SAMPLES = 10_000
 

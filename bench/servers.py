@@ -1,9 +1,9 @@
 """Real services for the benchmarks, in a child process (own GIL) or in a thread of this one.
 
 ``python -m bench.servers engine`` starts, in one asyncio loop, the real engine server
-(:func:`services.engine.server.create_engine_server`, with its logging interceptor and
+(:func:`ninetynine.engine.server.create_engine_server`, with its logging interceptor and
 metrics) plus two echo services as transport baselines: one on a bare grpc.aio server
-(:func:`services.common.grpcserver.create_server`, same channel options, no interceptor) and
+(:func:`ninetynine.common.grpcserver.create_server`, same channel options, no interceptor) and
 one registered on the engine's own server (same interceptor as ``Apply``). ``python -m
 bench.servers session --engine HOST:PORT --store URL`` starts the real session server and its
 deadline scheduler. Either prints one JSON line with the bound ports, then serves until its
@@ -31,10 +31,10 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
-from services.common.grpcserver import create_server
-from services.common.logging import configure_logging
-from services.common.runner import run_loop, tune_gc
-from services.engine.server import EngineMetrics, create_engine_server
+from ninetynine.common.grpcserver import create_server
+from ninetynine.common.logging import configure_logging
+from ninetynine.common.runner import run_loop, tune_gc
+from ninetynine.engine.server import EngineMetrics, create_engine_server
 
 ECHO_SERVICE = "bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -76,7 +76,7 @@ async def start_engine_and_echo() -> tuple[Ports, Cleanup]:
 
 async def start_session(engine_target: str, store_url: str) -> tuple[Ports, Cleanup]:
     """The real session server (and its deadline scheduler) on ``store_url``, started."""
-    from services.session.server import close_room_service, create_session_server
+    from ninetynine.session.server import close_room_service, create_session_server
 
     server, port, _, rooms = create_session_server(
         "127.0.0.1:0",
@@ -113,7 +113,7 @@ def _starter(argv: Sequence[str]) -> Starter:
 
 
 async def _serve_until_stdin_closes(start: Starter) -> None:
-    tune_gc()  # as `ninety-nine <service>` runs (services.common.runner)
+    tune_gc()  # as `ninety-nine <service>` runs (ninetynine.common.runner)
     ports, stop = await start()
     print(json.dumps(ports), flush=True)
     loop = asyncio.get_running_loop()

@@ -3,7 +3,7 @@
 Issue 4: ``make bench`` adds the move latency through the session (p50/p99 of ``Play`` until
 its durable answer) against the engine's ``Apply`` latency measured in the same run. Three
 child processes: the real engine server, and the real session server
-(:func:`services.session.server.create_session_server`, with its deadline scheduler) on each
+(:func:`ninetynine.session.server.create_session_server`, with its deadline scheduler) on each
 store in turn -- SQLite (WAL, a temp dir) and Redis (127.0.0.1:6379, a unique key prefix,
 deleted afterwards). The bench drives rooms of two human seats (no bots: it plays both seats,
 always the first legal play of the seat's ``GetView``); a finished game is replaced by a new
@@ -27,15 +27,15 @@ from pathlib import Path
 
 import grpc
 import redis
-from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
-from ninetynine.engine.v1 import game_pb2, state_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 from bench.engine_grpc import kr_positions, record
 from bench.framework import Report
 from bench.rules_apply import apply_request_bytes
 from bench.servers import APPLY_METHOD, ServerProcess
+from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
+from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 MOVES = 1000  # timed Play calls per store (and as many engine Apply calls)
 BLOCK = 50

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Generate the Python gRPC code for every ``protos/ninetynine/**/*.proto`` into ``gen/``.
+"""Generate the Python gRPC code for every ``protos/ninetynine/**/*.proto`` into the package.
 
 One command produces ``*_pb2.py``, ``*_pb2_grpc.py`` and the ``.pyi`` stubs (mypy-protobuf,
-including the gRPC stubs) for the versioned API package ``ninetynine``, plus the
-``__init__.py`` files that make it a regular package. Output is deterministic: the same
+including the gRPC stubs) for each versioned API package (``ninetynine/engine/v1`` next to the
+engine's hand-written code, and so on), plus the ``__init__.py`` that makes each a regular package.
+Only the ``<service>/v<N>`` directories are generated; nothing else in ``ninetynine/`` is touched. Output is deterministic: the same
 protos and the same pinned tools give byte-identical files: the generator (grpcio-tools, whose
 protoc stamps the gencode's protobuf and grpc versions, and mypy-protobuf) must be the release
 pyproject.toml's ``protos`` extra pins, or the script stops and says how to install it.
 
-    python scripts/gen_protos.py           # regenerate gen/ninetynine
-    python scripts/gen_protos.py --check   # regenerate into a temp dir; exit 1 if gen/ differs
+    python scripts/gen_protos.py           # regenerate ninetynine/*/v*/
+    python scripts/gen_protos.py --check   # regenerate into a temp dir; exit 1 if the package differs
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
-GEN_ROOT = ROOT / "gen"
+GEN_ROOT = ROOT
 PACKAGE = "ninetynine"
 INIT_TEXT = '"""Generated from protos/ by scripts/gen_protos.py. Do not edit."""\n'
 
@@ -89,40 +90,43 @@ def generate(out_root: Path) -> None:
     status = protoc.main(args)
     if status != 0:
         raise SystemExit(f"protoc failed with status {status}")
-    package_dir = out_root / PACKAGE
-    for directory in [package_dir, *sorted(p for p in package_dir.rglob("*") if p.is_dir())]:
-        if directory.name == "__pycache__":
-            continue
+    for directory in generated_dirs(out_root):
         (directory / "__init__.py").write_text(INIT_TEXT)
         (directory / "py.typed").write_text("")
+
+
+def generated_dirs(root: Path) -> list[Path]:
+    """The versioned API packages (``ninetynine/<service>/v<N>``) under ``root``."""
+    return sorted(p for p in (root / PACKAGE).glob("*/v[0-9]*") if p.is_dir())
 
 
 def _tree(root: Path) -> dict[str, Path]:
     return {
         str(p.relative_to(root)): p
-        for p in sorted(root.rglob("*"))
+        for directory in generated_dirs(root)
+        for p in sorted(directory.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
 
 
 def check() -> int:
-    """Regenerate into a temp dir and compare with the committed gen/ninetynine."""
+    """Regenerate into a temp dir and compare with the committed generated packages."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh_root = Path(tmp)
         generate(fresh_root)
-        fresh = _tree(fresh_root / PACKAGE)
-        committed = _tree(GEN_ROOT / PACKAGE) if (GEN_ROOT / PACKAGE).exists() else {}
-        problems = [f"missing: gen/{PACKAGE}/{name}" for name in sorted(fresh.keys() - committed.keys())]
-        problems += [f"stale extra: gen/{PACKAGE}/{name}" for name in sorted(committed.keys() - fresh.keys())]
+        fresh = _tree(fresh_root)
+        committed = _tree(GEN_ROOT)
+        problems = [f"missing: {name}" for name in sorted(fresh.keys() - committed.keys())]
+        problems += [f"stale extra: {name}" for name in sorted(committed.keys() - fresh.keys())]
         problems += [
-            f"differs: gen/{PACKAGE}/{name}"
+            f"differs: {name}"
             for name in sorted(fresh.keys() & committed.keys())
             if not filecmp.cmp(fresh[name], committed[name], shallow=False)
         ]
     if problems:
         print("generated code is out of date; run `make protos`:", *problems, sep="\n  ", file=sys.stderr)
         return 1
-    print(f"gen/{PACKAGE} is up to date ({len(fresh)} files)")
+    print(f"{PACKAGE}/*/v*/ is up to date ({len(fresh)} files)")
     return 0
 
 
@@ -130,16 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--check", action="store_true", help="fail if gen/ is not what the protos produce")
+    parser.add_argument("--check", action="store_true", help="fail if the generated code is not what the protos produce")
     args = parser.parse_args(argv)
     if args.check:
         return check()
-    target = GEN_ROOT / PACKAGE
     # Start from scratch so a deleted .proto leaves no stale module behind.
-    if target.exists():
-        shutil.rmtree(target)
+    for directory in generated_dirs(GEN_ROOT):
+        shutil.rmtree(directory)
     generate(GEN_ROOT)
-    print(f"generated {len(_tree(target))} files under gen/{PACKAGE} from {len(proto_files())} protos")
+    print(f"generated {len(_tree(GEN_ROOT))} files under {PACKAGE}/*/v*/ from {len(proto_files())} protos")
     return 0
 
 

@@ -66,10 +66,6 @@ import grpc
 import grpc.aio
 import redis.asyncio as aioredis
 import redis.exceptions
-from ninetynine.engine.v1 import game_pb2
-from ninetynine.session.v1 import room_document_pb2 as doc_pb
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 from bench.load.stack import (
     HOST,
@@ -81,8 +77,12 @@ from bench.load.stack import (
     histogram_buckets,
     read_proc,
 )
-from services.session.service import SHORT_TURN_SECONDS
-from services.session.store import open_store
+from ninetynine.engine.v1 import game_pb2
+from ninetynine.session.service import SHORT_TURN_SECONDS
+from ninetynine.session.store import open_store
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 LATENESS = "ninetynine_session_deadline_lateness_seconds"
 MOVE_DURATION = "ninetynine_session_move_duration_seconds"

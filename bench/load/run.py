@@ -42,7 +42,7 @@ from bench.load.stack import (
     read_proc,
 )
 from bench.servers import ServerProcess
-from services.common.runner import tune_gc
+from ninetynine.common.runner import tune_gc
 
 LATENESS = "ninetynine_session_deadline_lateness_seconds"
 MOVE_DURATION = "ninetynine_session_move_duration_seconds"

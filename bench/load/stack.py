@@ -1,9 +1,9 @@
 """The three services as child processes on 127.0.0.1, plus what the load run reads from them.
 
-:class:`Stack` starts ``python -m services.cli engine|session|gateway`` (the production entry
+:class:`Stack` starts ``python -m ninetynine.cli engine|session|gateway`` (the production entry
 points, production log level by default) on free loopback ports, with a fresh SQLite store in a
 temporary directory, waits until every one is SERVING and stops them (SIGTERM, then SIGKILL after
-a bound) on exit; the launching is :mod:`services.launch`'s. With ``engine_local`` there is no
+a bound) on exit; the launching is :mod:`ninetynine.launch`'s. With ``engine_local`` there is no
 engine process: the session runs the rules itself (``--engine local``). :class:`ProcSampler`
 reads CPU time and RSS from ``/proc``; :func:`histogram_buckets` parses one Prometheus histogram
 out of a ``/metrics`` page; :func:`open_files` reads a process's open-files limit and count.
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from services import launch
-from services.launch import free_port
+from ninetynine import launch
+from ninetynine.launch import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 HOST = "127.0.0.1"

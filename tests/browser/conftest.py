@@ -24,10 +24,10 @@ import pytest
 from playwright.async_api import BrowserContext, Page, ViewportSize, WebSocket, async_playwright
 from prometheus_client import CollectorRegistry
 
-from services.engine.server import EngineMetrics, create_engine_server
-from services.gateway.protocol import client_validator, server_validator
-from services.gateway.server import RunningGateway, start_gateway
-from services.session.server import close_room_service, create_session_server
+from ninetynine.engine.server import EngineMetrics, create_engine_server
+from ninetynine.gateway.protocol import client_validator, server_validator
+from ninetynine.gateway.server import RunningGateway, start_gateway
+from ninetynine.session.server import close_room_service, create_session_server
 
 CHROMIUM = Path(os.environ.get("NINETYNINE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [

@@ -23,7 +23,7 @@ import aiohttp
 import pytest
 from playwright.async_api import Page
 
-from services.gateway.protocol import server_validator
+from ninetynine.gateway.protocol import server_validator
 from tests.browser.conftest import Browser, Servers
 
 pytestmark = pytest.mark.browser

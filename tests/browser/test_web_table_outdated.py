@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from playwright.async_api import WebSocketRoute
 
-from services.session.errors import REASONS
+from ninetynine.session.errors import REASONS
 from tests.browser.conftest import Browser, Servers
 from tests.browser.test_web_table import Tapper, _joined, _open_lobby_and_start
 

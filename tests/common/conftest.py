@@ -11,9 +11,9 @@ from typing import Any
 import grpc.aio
 import pytest
 
-from services.common.grpcserver import HealthServicer, create_server
-from services.common.interceptors import CanonicalLogInterceptor
-from services.common.logging import configure_logging
+from ninetynine.common.grpcserver import HealthServicer, create_server
+from ninetynine.common.interceptors import CanonicalLogInterceptor
+from ninetynine.common.logging import configure_logging
 from tests.common import probe
 
 

@@ -1,4 +1,4 @@
-"""A tiny bytes-in/bytes-out gRPC service for exercising services.common with real servers.
+"""A tiny bytes-in/bytes-out gRPC service for exercising ninetynine.common with real servers.
 
 No protos of ours are needed: handlers are registered with ``grpc.method_handlers_generic_handler``
 and identity (bytes) serializers. The unary method's behaviour is chosen by the request payload.
@@ -13,11 +13,11 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from services.common.context import bind_rpc_fields, request_id
-from services.common.errors import ServiceError, abort, to_service_error
-from services.common.grpcclient import create_channel
-from services.engine.errors import ENGINE_DOMAIN, from_rule_error, rule_texts
-from services.engine.rules import Action, RuleError, apply, setup
+from ninetynine.common.context import bind_rpc_fields, request_id
+from ninetynine.common.errors import ServiceError, abort, to_service_error
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error, rule_texts
+from ninetynine.engine.rules import Action, RuleError, apply, setup
 
 SERVICE = "ninetynine.test.v1.Probe"
 UNARY = f"/{SERVICE}/Unary"

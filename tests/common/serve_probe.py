@@ -1,4 +1,4 @@
-"""Runs the probe service through ``services.common.grpcserver.serve`` (for the SIGTERM test).
+"""Runs the probe service through ``ninetynine.common.grpcserver.serve`` (for the SIGTERM test).
 
 Prints ``PORT <n>`` on stdout once listening; logs JSON to stderr; exits 0 after a graceful stop.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from services.common.grpcserver import create_server, serve
-from services.common.interceptors import CanonicalLogInterceptor
-from services.common.logging import configure_logging, get_logger
+from ninetynine.common.grpcserver import create_server, serve
+from ninetynine.common.interceptors import CanonicalLogInterceptor
+from ninetynine.common.logging import configure_logging, get_logger
 from tests.common import probe
 
 

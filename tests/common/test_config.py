@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from services.common.config import add_env_argument, env_default, env_flag, env_var
+from ninetynine.common.config import add_env_argument, env_default, env_flag, env_var
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.common.credential import (
+from ninetynine.common.credential import (
     TOKEN_ENV,
     CredentialError,
     bearer_metadata,
@@ -19,11 +19,11 @@ from services.common.credential import (
     is_loopback,
     load_service_token,
 )
-from services.common.errors import error_info
-from services.common.grpcclient import create_channel
-from services.common.interceptors import CanonicalLogInterceptor, ServiceCredentialInterceptor
-from services.session.errors import DOMAIN as SESSION_DOMAIN
-from services.session.errors import session_error
+from ninetynine.common.errors import error_info
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.common.interceptors import CanonicalLogInterceptor, ServiceCredentialInterceptor
+from ninetynine.session.errors import DOMAIN as SESSION_DOMAIN
+from ninetynine.session.errors import session_error
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
 

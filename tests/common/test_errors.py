@@ -9,15 +9,15 @@ import grpc.aio
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from services.common.errors import (
+from ninetynine.common.errors import (
     STATUS_DETAILS_KEY,
     ServiceError,
     error_info,
     lang_from_metadata,
     to_service_error,
 )
-from services.engine.errors import ENGINE_DOMAIN, REASON_STATUS, from_rule_error
-from services.engine.rules.errors import TEXTS, Reason, RuleError
+from ninetynine.engine.errors import ENGINE_DOMAIN, REASON_STATUS, from_rule_error
+from ninetynine.engine.rules.errors import TEXTS, Reason, RuleError
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
 

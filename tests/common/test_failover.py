@@ -17,9 +17,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry, Counter
 
-from services.common.grpcclient import RETRY_MAX_ATTEMPTS, RETRY_TOKENS, create_channel, failover_options
-from services.common.interceptors import CanonicalLogInterceptor
-from services.launch import free_port
+from ninetynine.common.grpcclient import RETRY_MAX_ATTEMPTS, RETRY_TOKENS, create_channel, failover_options
+from ninetynine.common.interceptors import CanonicalLogInterceptor
+from ninetynine.launch import free_port
 from tests.common.conftest import LogCapture
 
 HEALTH = health_pb2.DESCRIPTOR.services_by_name["Health"]

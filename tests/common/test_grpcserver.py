@@ -15,8 +15,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from services.common.grpcserver import HEALTH_SERVICE_NAME, create_server, serve
-from services.common.interceptors import CanonicalLogInterceptor
+from ninetynine.common.grpcserver import HEALTH_SERVICE_NAME, create_server, serve
+from ninetynine.common.interceptors import CanonicalLogInterceptor
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
 

@@ -9,10 +9,10 @@ import grpc.aio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from services.common.context import request_scope
-from services.common.grpcclient import create_channel
-from services.common.interceptors import CanonicalLogInterceptor, bind_rpc_fields, request_id
-from services.common.metrics import histogram, rpc_histogram
+from ninetynine.common.context import request_scope
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.common.interceptors import CanonicalLogInterceptor, bind_rpc_fields, request_id
+from ninetynine.common.metrics import histogram, rpc_histogram
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
 

@@ -1,4 +1,4 @@
-"""``services/common`` is shared by every service and imports none of them.
+"""``ninetynine/common`` is shared by every service and imports none of them.
 
 A service-specific piece (the engine's reason table, the session's rooms...) belongs in that
 service's package; common code that reaches into one would drag it into every process and tie
@@ -12,15 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import services.common
+import ninetynine.common
 
-COMMON = Path(services.common.__file__).parent
-SERVICES = ("services.engine", "services.session", "services.gateway")
+COMMON = Path(ninetynine.common.__file__).parent
+SERVICES = ("ninetynine.engine", "ninetynine.session", "ninetynine.gateway")
 
 
 def _imported(path: Path) -> set[str]:
     """Every module name ``path`` imports, anywhere in the file (relative ones made absolute)."""
-    package = "services.common"
+    package = "ninetynine.common"
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
@@ -46,7 +46,7 @@ def test_no_common_module_imports_a_service_package() -> None:
 
 def test_importing_every_common_module_loads_no_service() -> None:
     names = [
-        f"services.common.{path.stem}" for path in sorted(COMMON.glob("*.py")) if path.stem != "__init__"
+        f"ninetynine.common.{path.stem}" for path in sorted(COMMON.glob("*.py")) if path.stem != "__init__"
     ]
     script = (
         "import importlib, sys\n"
@@ -58,5 +58,5 @@ def test_importing_every_common_module_loads_no_service() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     loaded = done.stdout.split()
-    assert "services.common.errors" in loaded
+    assert "ninetynine.common.errors" in loaded
     assert sorted(name for name in loaded if _is_service(name)) == []

@@ -9,8 +9,8 @@ import logging
 import pytest
 import structlog
 
-from services.common.context import request_scope
-from services.common.logging import configure_logging, emit_line, get_logger
+from ninetynine.common.context import request_scope
+from ninetynine.common.logging import configure_logging, emit_line, get_logger
 from tests.common.conftest import LogCapture
 
 
@@ -25,10 +25,10 @@ def test_json_line_has_timestamp_level_service_logger_and_context() -> None:
     capture = LogCapture()
     configure_logging("engine", json_logs=True, stream=capture)  # type: ignore[arg-type]
     structlog.contextvars.bind_contextvars(request_id="r-1")
-    get_logger("services.engine.app").info("listening", port=50051, text="손에 없는 카드예요")
+    get_logger("ninetynine.engine.app").info("listening", port=50051, text="손에 없는 카드예요")
     (line,) = capture.lines
     assert line["event"] == "listening" and line["port"] == 50051
-    assert (line["service"], line["level"], line["logger"]) == ("engine", "info", "services.engine.app")
+    assert (line["service"], line["level"], line["logger"]) == ("engine", "info", "ninetynine.engine.app")
     assert line["request_id"] == "r-1"
     assert line["timestamp"].endswith("Z") and "T" in line["timestamp"]
     assert line["text"] == "손에 없는 카드예요"

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.common.metrics import LATENCY_BUCKETS, histogram, rpc_histogram, start_metrics_server
+from ninetynine.common.metrics import LATENCY_BUCKETS, histogram, rpc_histogram, start_metrics_server
 
 
 def _get(url: str) -> str:

@@ -1,5 +1,5 @@
-"""The supply chain: declared floors that gen/ can import with, a pinned generator, locks that match
-pyproject.toml, and a runtime lock without the test and dev tools."""
+"""The supply chain: declared floors that the generated code can import with, a pinned generator,
+locks that match pyproject.toml, and a runtime lock without the test and dev tools."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN = ROOT / "gen" / "ninetynine"
+GEN = ROOT / "ninetynine"
 # grpcio's helper packages are released with it in step: they share its floor
 GRPC_FAMILY = ("grpcio", "grpcio-health-checking", "grpcio-reflection", "grpcio-status")
 PROTOBUF_GENCODE = re.compile(
@@ -44,18 +44,21 @@ def _generated(pattern: re.Pattern[str], glob: str) -> set[Version]:
     found = {
         Version(".".join(m.groups())) for path in GEN.rglob(glob) for m in pattern.finditer(path.read_text())
     }
-    assert found, f"no {pattern.pattern!r} in gen/**/{glob}"
+    assert found, f"no {pattern.pattern!r} in ninetynine/**/{glob}"
     return found
 
 
 def test_declared_floors_install_versions_the_generated_code_imports_with() -> None:
-    # gen/ refuses at import a grpc older than GRPC_GENERATED_VERSION and a protobuf older than its gencode
+    # the generated code refuses at import a grpc older than GRPC_GENERATED_VERSION and a protobuf
+    # older than its gencode
     runtime = _runtime()
     grpc_needed = max(_generated(GRPC_GENCODE, "*_pb2_grpc.py"))
     protobuf_needed = max(_generated(PROTOBUF_GENCODE, "*_pb2.py"))
     too_low = {name: str(runtime[name]) for name in GRPC_FAMILY if _floor(runtime[name]) < grpc_needed}
-    assert not too_low, f"gen/ needs grpc >= {grpc_needed}"
-    assert _floor(runtime["protobuf"]) >= protobuf_needed, f"gen/ needs protobuf >= {protobuf_needed}"
+    assert not too_low, f"the generated code needs grpc >= {grpc_needed}"
+    assert _floor(runtime["protobuf"]) >= protobuf_needed, (
+        f"the generated code needs protobuf >= {protobuf_needed}"
+    )
 
 
 def test_the_generator_is_pinned_to_the_release_that_wrote_gen() -> None:

@@ -226,7 +226,7 @@ def test_every_container_is_hardened_and_bounded(
 
 def _cli_subcommand(service: str) -> Any:
     """The service's argparse subparser from the real CLI, or None while that service isn't written yet."""
-    from services.cli import build_parser
+    from ninetynine.cli import build_parser
 
     parser = build_parser()
     for action in parser._subparsers._group_actions if parser._subparsers else []:
@@ -240,11 +240,11 @@ def _cli_subcommand(service: str) -> Any:
 def test_env_configuration_matches_the_cli_flags_of_the_subcommand(
     rendered: dict[str, list[dict[str, Any]]], service: str
 ) -> None:
-    from services.common.config import env_var
+    from ninetynine.common.config import env_var
 
     sub = _cli_subcommand(service)
     if sub is None:
-        pytest.skip(f"`ninety-nine {service}` is not registered in services/cli.py yet")
+        pytest.skip(f"`ninety-nine {service}` is not registered in ninetynine/cli.py yet")
     known = {env_var(opt) for action in sub._actions for opt in action.option_strings if opt.startswith("--")}
     for overlay in OVERLAYS:
         container = _container(_deployment(rendered[overlay], service))
@@ -488,7 +488,7 @@ def test_network_policies_deny_by_default_and_admit_only_each_services_callers(
 def test_session_and_gateway_read_the_service_credential_from_a_secret_never_committed(
     rendered: dict[str, list[dict[str, Any]]], overlay: str
 ) -> None:
-    from services.common.credential import TOKEN_ENV
+    from ninetynine.common.credential import TOKEN_ENV
 
     docs = rendered[overlay]
     assert not [d for d in docs if d["kind"] == "Secret"], "a Secret in the manifests would hold the secret"
@@ -771,7 +771,7 @@ def test_operations_doc_explains_every_metric_alert_and_slo() -> None:
 def test_engine_registers_the_metrics_the_dashboard_and_rules_expect() -> None:
     from prometheus_client import CollectorRegistry
 
-    from services.engine.server import EngineMetrics
+    from ninetynine.engine.server import EngineMetrics
 
     registry = CollectorRegistry()
     metrics = EngineMetrics.create(registry)

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 
+from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from tests.engine.service_fixtures import RunningEngine, run_engine
 
 

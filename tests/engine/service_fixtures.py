@@ -20,8 +20,8 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from prometheus_client.parser import text_string_to_metric_families
 
-from services import launch
-from services.common.errors import error_info
+from ninetynine import launch
+from ninetynine.common.errors import error_info
 
 ROOT = Path(__file__).resolve().parents[2]
 

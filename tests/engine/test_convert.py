@@ -8,11 +8,10 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
 
-from services.engine import convert
-from services.engine.errors import REASON_STATUS
-from services.engine.rules import (
+from ninetynine.engine import convert
+from ninetynine.engine.errors import REASON_STATUS
+from ninetynine.engine.rules import (
     CLASSIC,
     Action,
     Options,
@@ -25,8 +24,9 @@ from services.engine.rules import (
     setup,
     timeout_action,
 )
-from services.engine.rules.errors import TEXTS
-from services.engine.server import MALFORMED_REQUEST, MALFORMED_REQUEST_TEXTS
+from ninetynine.engine.rules.errors import TEXTS
+from ninetynine.engine.server import MALFORMED_REQUEST, MALFORMED_REQUEST_TEXTS
+from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
 from tests.engine.rules.test_properties import options_strategy, seed_strategy
 from tests.engine.service_fixtures import ROOT
 

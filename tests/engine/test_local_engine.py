@@ -12,16 +12,16 @@ from typing import Any
 
 import grpc
 import pytest
-from ninetynine.engine.v1 import game_pb2, state_pb2
 from prometheus_client import CollectorRegistry
 
-from services.common.context import request_scope
-from services.common.errors import ServiceError
-from services.engine import convert
-from services.engine.client import EngineClient
-from services.engine.handlers import rules_metrics
-from services.engine.local import LocalEngine
-from services.engine.rules import GameState
+from ninetynine.common.context import request_scope
+from ninetynine.common.errors import ServiceError
+from ninetynine.engine import convert
+from ninetynine.engine.client import EngineClient
+from ninetynine.engine.handlers import rules_metrics
+from ninetynine.engine.local import LocalEngine
+from ninetynine.engine.rules import GameState
+from ninetynine.engine.v1 import game_pb2, state_pb2
 from tests.engine.rules.builders import card_id, make_state
 from tests.engine.service_fixtures import RunningEngine
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import grpc
 import pytest
+
+from ninetynine.engine import convert
+from ninetynine.engine.rules import CLASSIC, GameState, Options, Phase, setup
+from ninetynine.engine.rules.errors import TEXTS, Reason
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import game_pb2, state_pb2
-
-from services.engine import convert
-from services.engine.rules import CLASSIC, GameState, Options, Phase, setup
-from services.engine.rules.errors import TEXTS, Reason
 from tests.engine.rules.builders import card_id, make_state
 from tests.engine.service_fixtures import RunningEngine, only_error_info
 
@@ -318,8 +318,8 @@ def test_long_client_strings_are_cut_in_error_metadata(stub: pb_grpc.EngineServi
 _SETUP_WITH_BAD_NAMES = """
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from prometheus_client import CollectorRegistry
-from services.common.errors import ServiceError
-from services.engine.handlers import EngineHandlers, rules_metrics
+from ninetynine.common.errors import ServiceError
+from ninetynine.engine.handlers import EngineHandlers, rules_metrics
 request = pb.SetupRequest(player_ids=["A", "B"], seed=1)
 for pid in ["Z9", "Y8", "X7", "W6", "V5", "U4"]:
     request.display_names[pid] = "n"

@@ -14,10 +14,10 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ninetynine.engine.v1 import engine_service_pb2 as pb
 
-from services.engine import convert
-from services.engine.rules import CLASSIC, Options, apply, setup, timeout_action
+from ninetynine.engine import convert
+from ninetynine.engine.rules import CLASSIC, Options, apply, setup, timeout_action
+from ninetynine.engine.v1 import engine_service_pb2 as pb
 from tests.engine.service_fixtures import RunningEngine
 
 ACCEPTED = {

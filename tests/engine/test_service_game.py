@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2
 
-from services.engine.client import EngineClient
-from services.engine.rules import setup
+from ninetynine.engine.client import EngineClient
+from ninetynine.engine.rules import setup
+from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2
 from tests.engine.service_fixtures import RunningEngine
 
 PLAYERS = ["ann", "bob", "cho", "dan"]

@@ -13,12 +13,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from ninetynine.common.errors import ServiceError
+from ninetynine.engine.client import EngineClient
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
-
-from services.common.errors import ServiceError
-from services.engine.client import EngineClient
-from services.launch import free_port
+from ninetynine.launch import free_port
 from tests.engine.service_fixtures import ROOT, RunningEngine, start_engine, stop_engine
 
 SERVICE = "ninetynine.engine.v1.EngineService"
@@ -121,7 +121,7 @@ def test_port_in_use_fails_with_exit_code_one(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "services.cli",
+                "ninetynine.cli",
                 "engine",
                 "--host",
                 "127.0.0.1",

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.cli import main
-from services.engine.rules import Options
-from services.engine.simulate import (
+from ninetynine.cli import main
+from ninetynine.engine.rules import Options
+from ninetynine.engine.simulate import (
     ConfigError,
     ProgressBar,
     SimConfig,

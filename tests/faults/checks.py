@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
-
 from tests.faults.players import WsPlayer
 
 

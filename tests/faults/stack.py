@@ -2,7 +2,7 @@
 
 Each :class:`Service` keeps its ports, so a restart comes back where clients expect it, the way a
 supervisor or Kubernetes would bring a crashed pod back behind the same address. Starting, waiting
-and stopping are :mod:`services.launch`'s.
+and stopping are :mod:`ninetynine.launch`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import aiohttp
 import grpc
 import redis
 
-from services import launch
-from services.launch import free_port
+from ninetynine import launch
+from ninetynine.launch import free_port
 from tests.gateway.conftest import WsClient
 from tests.session.procs import session_args
 

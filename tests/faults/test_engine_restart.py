@@ -12,9 +12,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
-
 from tests.faults.checks import assert_acked_moves_in_replay, assert_room_intact
 from tests.faults.players import WsPlayer
 from tests.faults.stack import (

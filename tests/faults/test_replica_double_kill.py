@@ -20,8 +20,8 @@ from typing import Any
 
 import aiohttp
 import grpc
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.stack import Service, grpc_channel, replica_stack, wait_until, ws_connect
 from tests.faults.tables import open_table

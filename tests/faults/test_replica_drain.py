@@ -22,9 +22,9 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
-from services.session.playmany import PLAY_METHOD
+from ninetynine.session.playmany import PLAY_METHOD
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.stack import (
     Service,

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
-from services.session.service import (
+from ninetynine.session.service import (
     DEFAULT_LEASE_MS,
     DEFAULT_TURN_SECONDS,
     SHORT_TURN_SECONDS,
     TIMEOUTS_BEFORE_SHORT,
 )
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.faults.checks import assert_player_saw_the_game, assert_room_intact
 from tests.faults.players import WsPlayer
 from tests.faults.stack import (

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.faults.checks import assert_room_intact
 from tests.faults.stack import Service, engine_service, gateway_service, grpc_channel, session_service
 from tests.faults.tables import open_table

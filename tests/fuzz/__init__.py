@@ -13,7 +13,7 @@ broke its contract (anything but the documented refusal, or an invariant violate
 ``custom_mutator``:
 
 * ``gateway`` — a WebSocket text frame or a gRPC ``ConnectRequest`` becoming a ``ClientMessage``
-  or a ``ProtocolError`` (``services/gateway/protocol.py``, ``server._parse_grpc``), and the
+  or a ``ProtocolError`` (``ninetynine/gateway/protocol.py``, ``server._parse_grpc``), and the
   refusal rendered as the connection sends it.
 * ``engine`` — ``Setup``/``Apply``/``View``/``Timeout`` requests parsed from the bytes and answered
   by ``EngineHandlers`` (what ``LocalEngine`` and the engine server run): a response or a

@@ -22,15 +22,15 @@ import atheris
 
 from tests.fuzz.common import mutate_wire, require, require_reason
 
-with atheris.instrument_imports(include=["services"]):
+with atheris.instrument_imports(include=["ninetynine"]):
     from google.protobuf.message import DecodeError, Message
-    from ninetynine.engine.v1 import engine_service_pb2 as pb
 
-    from services.common.errors import ServiceError
-    from services.engine import convert
-    from services.engine.errors import REASON_STATUS
-    from services.engine.handlers import EngineHandlers, RulesMetrics
-    from services.engine.rules import CLASSIC, Options, Reason, apply, setup, timeout_action
+    from ninetynine.common.errors import ServiceError
+    from ninetynine.engine import convert
+    from ninetynine.engine.errors import REASON_STATUS
+    from ninetynine.engine.handlers import EngineHandlers, RulesMetrics
+    from ninetynine.engine.rules import CLASSIC, Options, Reason, apply, setup, timeout_action
+    from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 HANDLERS: Final = EngineHandlers(RulesMetrics.create(None), log_fields=False)
 ALLOWED_CODES: Final = set(REASON_STATUS.values())

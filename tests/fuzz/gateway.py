@@ -35,17 +35,16 @@ from tests.gateway.doc_examples import doc_examples
 # it proxies every pattern of every library, and the schema's patterns get sample strings below.)
 atheris.enabled_hooks.add("str")
 
-with atheris.instrument_imports(include=["services"]):
+with atheris.instrument_imports(include=["ninetynine"]):
     import jsonschema
     from google.protobuf.message import DecodeError
-    from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
-    from services.engine.rules import CLASSIC, KR, Reason, build_deck
-    from services.gateway.connection import Connection
-    from services.gateway.convert import CLIENT_TYPE_OF_FIELD, CLIENT_TYPES, JsonId, server_bytes
-    from services.gateway.limits import Limits
-    from services.gateway.metrics import GatewayMetrics
-    from services.gateway.protocol import (
+    from ninetynine.engine.rules import CLASSIC, KR, Reason, build_deck
+    from ninetynine.gateway.connection import Connection
+    from ninetynine.gateway.convert import CLIENT_TYPE_OF_FIELD, CLIENT_TYPES, JsonId, server_bytes
+    from ninetynine.gateway.limits import Limits
+    from ninetynine.gateway.metrics import GatewayMetrics
+    from ninetynine.gateway.protocol import (
         GATEWAY_TEXTS,
         ProtocolError,
         client_validator,
@@ -54,8 +53,9 @@ with atheris.instrument_imports(include=["services"]):
         reply_id_of,
         schema,
     )
-    from services.gateway.relay import PlayRelay, SessionRelay
-    from services.gateway.server import _parse_grpc
+    from ninetynine.gateway.relay import PlayRelay, SessionRelay
+    from ninetynine.gateway.server import _parse_grpc
+    from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
 DEFS: Final[dict[str, Any]] = schema()["$defs"]
 CLIENT_KINDS: Final = sorted(CLIENT_TYPES)

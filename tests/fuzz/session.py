@@ -2,7 +2,7 @@
 
 The first byte picks a ``SessionService`` method (``PlayMany`` and ``SubscribeMany`` included: their
 stream items are requests too), the rest is the request's wire bytes, decoded by the deserializer
-the server registers (``services.common.lenient``). Then every client-supplied string the session
+the server registers (``ninetynine.common.lenient``). Then every client-supplied string the session
 parses without I/O goes through its parser, wherever it sits in the message (other first bytes
 give one of these parsers the rest of the bytes as its string, so libFuzzer can work on the
 characters without breaking a field's length prefix):
@@ -31,22 +31,22 @@ from tests.fuzz.common import mutate_wire, require, require_reason
 
 atheris.enabled_hooks.add("str")
 
-with atheris.instrument_imports(include=["services"]):
+with atheris.instrument_imports(include=["ninetynine"]):
     from google.protobuf.descriptor import FieldDescriptor
     from google.protobuf.message import Message
     from google.protobuf.message_factory import GetMessageClass
+
+    from ninetynine.common.context import _VALID_REQUEST_ID, sanitize_request_id
+    from ninetynine.common.errors import ServiceError, lang_from_metadata
+    from ninetynine.common.lenient import Undecodable, lenient, malformed_request
+    from ninetynine.engine.convert import options_from_proto
+    from ninetynine.engine.errors import from_rule_error
+    from ninetynine.engine.rules import RuleError
+    from ninetynine.session import rooms
+    from ninetynine.session.errors import DOMAIN, session_error
+    from ninetynine.session.store.base import InvalidStoreInput, check_room_id, list_key, parse_page_token
     from ninetynine.session.v1 import room_document_pb2 as doc_pb
     from ninetynine.session.v1 import session_service_pb2 as pb
-
-    from services.common.context import _VALID_REQUEST_ID, sanitize_request_id
-    from services.common.errors import ServiceError, lang_from_metadata
-    from services.common.lenient import Undecodable, lenient, malformed_request
-    from services.engine.convert import options_from_proto
-    from services.engine.errors import from_rule_error
-    from services.engine.rules import RuleError
-    from services.session import rooms
-    from services.session.errors import DOMAIN, session_error
-    from services.session.store.base import InvalidStoreInput, check_room_id, list_key, parse_page_token
 
 SERVICE: Final = pb.DESCRIPTOR.services_by_name["SessionService"]
 PARSERS: Final = [(method.name, lenient(GetMessageClass(method.input_type))) for method in SERVICE.methods]

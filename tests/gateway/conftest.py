@@ -17,11 +17,11 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
-from services.engine.server import EngineMetrics, create_engine_server
-from services.gateway.limits import Limits
-from services.gateway.protocol import server_validator
-from services.gateway.server import RunningGateway, start_gateway
-from services.session.server import close_room_service, create_session_server
+from ninetynine.engine.server import EngineMetrics, create_engine_server
+from ninetynine.gateway.limits import Limits
+from ninetynine.gateway.protocol import server_validator
+from ninetynine.gateway.server import RunningGateway, start_gateway
+from ninetynine.session.server import close_room_service, create_session_server
 
 READ_TIMEOUT_S = 20.0
 

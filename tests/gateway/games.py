@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ninetynine.engine.v1 import engine_service_pb2 as epb
-from ninetynine.engine.v1 import events_pb2, view_pb2
-from ninetynine.gateway.v1 import gateway_service_pb2 as gw
-from ninetynine.session.v1 import session_service_pb2 as spb
-
-from services.common.errors import Lang
-from services.engine.convert import events_into, options_to_proto, view_into
-from services.engine.rules import (
+from ninetynine.common.errors import Lang
+from ninetynine.engine.convert import events_into, options_to_proto, view_into
+from ninetynine.engine.rules import (
     KR,
     Event,
     GameState,
@@ -29,7 +24,11 @@ from services.engine.rules import (
     seed_rng,
     setup,
 )
-from services.engine.simulate import random_action
+from ninetynine.engine.simulate import random_action
+from ninetynine.engine.v1 import engine_service_pb2 as epb
+from ninetynine.engine.v1 import events_pb2, view_pb2
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session.v1 import session_service_pb2 as spb
 
 __all__ = ["KOREAN_NAMES", "game_messages", "mid_game"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.admission import (
+from ninetynine.gateway.admission import (
     Admission,
     Budgets,
     KeyedBuckets,

@@ -22,13 +22,13 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ninetynine.engine.v1 import game_pb2, state_pb2
-from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
-from services.engine.convert import options_to_proto
-from services.engine.rules import CLASSIC, KR, Options, RuleError
-from services.gateway import convert
-from services.gateway.convert import JsonId, server_bytes, server_json, server_text
+from ninetynine.engine.convert import options_to_proto
+from ninetynine.engine.rules import CLASSIC, KR, Options, RuleError
+from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.gateway import convert
+from ninetynine.gateway.convert import JsonId, server_bytes, server_json, server_text
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from tests.gateway.games import game_messages
 
 # Client ids as the protocol lets them through (string 1-64 characters, integer 0..2**53-1) and

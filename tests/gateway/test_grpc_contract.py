@@ -11,17 +11,17 @@ import grpc
 import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from ninetynine.engine.v1 import state_pb2
+from ninetynine.gateway.connection import Connection
+from ninetynine.gateway.convert import JsonId, server_json
+from ninetynine.gateway.limits import Limits
+from ninetynine.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.protocol import server_validator
+from ninetynine.gateway.server import GATEWAY_SERVICE_NAME, RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
 from ninetynine.session.v1 import session_service_pb2 as spb
-
-from services.gateway.connection import Connection
-from services.gateway.convert import JsonId, server_json
-from services.gateway.limits import Limits
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.protocol import server_validator
-from services.gateway.server import GATEWAY_SERVICE_NAME, RunningGateway
 
 TIMEOUT_S = 20.0
 

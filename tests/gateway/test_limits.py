@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.limits import AbuseMeter, Limits, TokenBucket
-from services.gateway.protocol import ProtocolError, parse_text
-from services.gateway.server import RunningGateway
+from ninetynine.gateway.limits import AbuseMeter, Limits, TokenBucket
+from ninetynine.gateway.protocol import ProtocolError, parse_text
+from ninetynine.gateway.server import RunningGateway
 from tests.gateway.conftest import GatewayFactory, WsFactory
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.server import RunningGateway
+from ninetynine.gateway.server import RunningGateway
 from tests.gateway.conftest import WsFactory
 
 

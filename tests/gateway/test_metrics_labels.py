@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from services.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.metrics import GatewayMetrics
 
 PREFIX = "ninetynine_gateway_"
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import grpc.aio
 import pytest
+
+from ninetynine.gateway.server import RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
-
-from services.gateway.server import RunningGateway
-from services.session.errors import REASONS
+from ninetynine.session.errors import REASONS
 from tests.gateway.conftest import WsClient, WsFactory
 from tests.gateway.test_grpc_contract import Stream
 

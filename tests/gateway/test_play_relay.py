@@ -1,4 +1,4 @@
-"""The gateway's plays over shared PlayMany calls (``PlayRelay`` in ``services/gateway/relay.py``).
+"""The gateway's plays over shared PlayMany calls (``PlayRelay`` in ``ninetynine/gateway/relay.py``).
 
 Clients must not notice: a whole game plays to the end, refusals reach them with the reason,
 text and metadata the session's unary Play refuses the same play with, one request id follows a
@@ -18,17 +18,17 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
-from ninetynine.session.v1 import session_service_pb2 as spb
-from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.errors import error_info
-from services.common.grpcclient import create_channel
-from services.common.logging import configure_logging
-from services.engine.server import EngineMetrics, create_engine_server
-from services.gateway.convert import action_from_json
-from services.gateway.relay import PlayRelay
-from services.session.playmany import PLAY_METHOD
+from ninetynine.common.errors import error_info
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.common.logging import configure_logging
+from ninetynine.engine.server import EngineMetrics, create_engine_server
+from ninetynine.gateway.convert import action_from_json
+from ninetynine.gateway.relay import PlayRelay
+from ninetynine.session.playmany import PLAY_METHOD
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from tests.common.conftest import LogCapture
 from tests.gateway.conftest import Backend, GatewayFactory, WsClient, WsFactory
 from tests.gateway.test_relay import LocalSession

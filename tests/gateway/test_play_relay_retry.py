@@ -19,18 +19,18 @@ import grpc
 import grpc.aio
 import pytest
 import redis
-from ninetynine.session.v1 import session_service_pb2 as spb
-from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.errors import error_info
-from services.common.grpcclient import create_channel
-from services.engine.server import EngineMetrics, create_engine_server
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.relay import PlayRelay
-from services.session.draining import OpenStreams
-from services.session.playmany import PLAY_METHOD
-from services.session.server import close_room_service, create_session_server, run_session
+from ninetynine.common.errors import error_info
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.engine.server import EngineMetrics, create_engine_server
+from ninetynine.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.relay import PlayRelay
+from ninetynine.session.draining import OpenStreams
+from ninetynine.session.playmany import PLAY_METHOD
+from ninetynine.session.server import close_room_service, create_session_server, run_session
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from tests.faults.stack import RedisServer
 from tests.session.helpers import sample
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.engine.rules import RuleError
-from services.gateway import protocol
-from services.gateway.convert import CLIENT_TYPES, client_from_json
-from services.gateway.protocol import ProtocolError, parse_text
+from ninetynine.engine.rules import RuleError
+from ninetynine.gateway import protocol
+from ninetynine.gateway.convert import CLIENT_TYPES, client_from_json
+from ninetynine.gateway.protocol import ProtocolError, parse_text
 from tests.gateway.doc_examples import doc_examples
 
 EXAMPLES: list[dict[str, Any]] = doc_examples()["client"]

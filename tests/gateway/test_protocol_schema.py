@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from services.engine.rules.game import apply, setup, timeout_action
-from services.engine.rules.options import Options
-from services.engine.rules.state import Audience, Event, GameState, Phase
-from services.engine.rules.view import player_view
+from ninetynine.engine.rules.game import apply, setup, timeout_action
+from ninetynine.engine.rules.options import Options
+from ninetynine.engine.rules.state import Audience, Event, GameState, Phase
+from ninetynine.engine.rules.view import player_view
 from tests.gateway.doc_examples import DOC, doc_examples
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT / "services" / "gateway" / "schema" / "client-protocol.schema.json"
-STATIC = ROOT / "services" / "gateway" / "static"
+SCHEMA_PATH = ROOT / "ninetynine" / "gateway" / "schema" / "client-protocol.schema.json"
+STATIC = ROOT / "ninetynine" / "gateway" / "static"
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 

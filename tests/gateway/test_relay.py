@@ -1,4 +1,4 @@
-"""The gateway's room streams over shared SubscribeMany calls (``services/gateway/relay.py``).
+"""The gateway's room streams over shared SubscribeMany calls (``ninetynine/gateway/relay.py``).
 
 Clients must not notice the sharing: the same events however many calls share them, the same
 refusals (status and ErrorInfo) as Subscribe, and a session restart is survived by resubscribing from the last
@@ -17,19 +17,19 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
-from ninetynine.session.v1 import session_service_pb2 as spb
-from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.config import env_var
-from services.common.errors import to_service_error
-from services.engine.server import EngineMetrics, create_engine_server
-from services.gateway import relay as relay_module
-from services.gateway.relay import SessionRelay
-from services.gateway.server import add_parser as add_gateway_parser
-from services.gateway.server import start_gateway
-from services.session.server import close_room_service, create_session_server
-from services.session.service import RoomService
+from ninetynine.common.config import env_var
+from ninetynine.common.errors import to_service_error
+from ninetynine.engine.server import EngineMetrics, create_engine_server
+from ninetynine.gateway import relay as relay_module
+from ninetynine.gateway.relay import SessionRelay
+from ninetynine.gateway.server import add_parser as add_gateway_parser
+from ninetynine.gateway.server import start_gateway
+from ninetynine.session.server import close_room_service, create_session_server
+from ninetynine.session.service import RoomService
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from tests.gateway.conftest import Backend, GatewayFactory, WsFactory
 
 

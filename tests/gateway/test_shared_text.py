@@ -7,12 +7,12 @@ import json
 import tracemalloc
 
 import pytest
+
 from ninetynine.engine.v1 import events_pb2, game_pb2, view_pb2
+from ninetynine.gateway.convert import server_bytes
+from ninetynine.gateway.encoding import SharedServerText
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.v1 import session_service_pb2 as spb
-
-from services.gateway.convert import server_bytes
-from services.gateway.encoding import SharedServerText
 
 
 def room_update(spectators: int) -> gw.ServerMessage:

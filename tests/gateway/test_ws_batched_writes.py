@@ -11,10 +11,10 @@ import orjson
 import pytest
 import uvloop
 from aiohttp import web
-from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
-from services.gateway.convert import JsonId, server_bytes
-from services.gateway.server import WebSocketTransport, _socket_of
+from ninetynine.gateway.convert import JsonId, server_bytes
+from ninetynine.gateway.server import WebSocketTransport, _socket_of
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
 
 def _messages() -> list[tuple[gw.ServerMessage, JsonId | None]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.server import RunningGateway
+from ninetynine.gateway.server import RunningGateway
 from tests.gateway.conftest import WsClient, WsFactory
 
 

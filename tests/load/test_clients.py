@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from bench.load.clients import Behaviour, Client, Table, Tally, peek_event, peek_view
-from services.gateway.server import RunningGateway
+from ninetynine.gateway.server import RunningGateway
 from tests.gateway.conftest import backend, gateway, make_gateway
 
 __all__ = ["backend", "gateway", "make_gateway"]  # fixtures of the real stack

@@ -8,10 +8,10 @@ import io
 
 import pytest
 import redis.asyncio as aioredis
-from ninetynine.session.v1 import room_document_pb2 as doc_pb
-from ninetynine.session.v1 import session_service_pb2 as pb
 
 from bench.load.deadlines import DeadlineConfig, fire_lateness, measure, to_json
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
+from ninetynine.session.v1 import session_service_pb2 as pb
 
 REDIS_URL = "redis://127.0.0.1:6379"
 ROOMS = 20

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import redis
 
-from services.common.credential import TOKEN_ENV
+from ninetynine.common.credential import TOKEN_ENV
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 READY_LINE = "Press Ctrl-C to stop."
@@ -54,7 +54,7 @@ class Serve:
     def start(cls, *args: str, cwd: Path) -> Serve:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "serve", *FREE_PORTS, "--log-format=json", *args],
+            [sys.executable, "-m", "ninetynine.cli", "serve", *FREE_PORTS, "--log-format=json", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -20,13 +20,13 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from ninetynine.common.credential import TOKEN_ENV, bearer_metadata
+from ninetynine.common.errors import error_info
+from ninetynine.launch import free_port, start, wait_serving
+from ninetynine.session.errors import DOMAIN as SESSION_DOMAIN
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
-
-from services.common.credential import TOKEN_ENV, bearer_metadata
-from services.common.errors import error_info
-from services.launch import free_port, start, wait_serving
-from services.session.errors import DOMAIN as SESSION_DOMAIN
 from tests.ops.stack import Serve, open_table
 
 pytestmark = pytest.mark.timeout(120)
@@ -191,7 +191,7 @@ def test_a_session_on_a_public_address_needs_a_credential(
     args = ["session", "--host=0.0.0.0", f"--port={port}", "--metrics-port=0", "--engine=local"]
     args.append(f"--store=sqlite:///{tmp_path}/rooms.db")
     refused = subprocess.run(
-        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "ninetynine.cli", *args], capture_output=True, text=True, timeout=60
     )
     assert refused.returncode == 2
     (line,) = [

@@ -1,4 +1,4 @@
-"""services.launch: what serve, the load bench and the tests rely on when they run service children."""
+"""ninetynine.launch: what serve, the load bench and the tests rely on when they run service children."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services import launch
-from services.common.credential import TOKEN_ENV
-from services.supervisor import ENGINE_SERVICE
+from ninetynine import launch
+from ninetynine.common.credential import TOKEN_ENV
+from ninetynine.supervisor import ENGINE_SERVICE
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -28,7 +28,7 @@ import aiohttp
 import pytest
 import yaml
 
-from services.launch import free_port
+from ninetynine.launch import free_port
 from tests.ops.stack import Serve, open_table
 
 pytestmark = pytest.mark.timeout(180)

@@ -12,11 +12,11 @@ from pathlib import Path
 import aiohttp
 import grpc.aio
 import pytest
+
+from ninetynine.common.credential import bearer_metadata
+from ninetynine.gateway.server import STATIC_DIR
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
-
-from services.common.credential import bearer_metadata
-from services.gateway.server import STATIC_DIR
 from tests.ops.stack import (
     Serve,
     children_of,
@@ -137,7 +137,7 @@ async def test_serve_redis_two_session_replicas_share_rooms(tmp_path: Path, star
 
 def test_serve_refuses_several_replicas_on_sqlite(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "services.cli", "serve", "--session-replicas=2", "--log-format=json"],
+        [sys.executable, "-m", "ninetynine.cli", "serve", "--session-replicas=2", "--log-format=json"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -178,8 +178,8 @@ async def test_children_die_with_a_killed_supervisor(tmp_path: Path, started: li
 
 
 def test_default_ports_with_two_replicas_step_around_the_gateway() -> None:
-    from services.cli import build_parser
-    from services.supervisor import build_plan
+    from ninetynine.cli import build_parser
+    from ninetynine.supervisor import build_plan
 
     args = build_parser().parse_args(
         ["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2", "--host=0.0.0.0"]
@@ -196,8 +196,8 @@ def test_default_ports_with_two_replicas_step_around_the_gateway() -> None:
 
 
 def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> None:
-    from services.cli import build_parser
-    from services.supervisor import build_plan
+    from ninetynine.cli import build_parser
+    from ninetynine.supervisor import build_plan
 
     def flag(args: tuple[str, ...], name: str) -> str:
         return args[args.index(name) + 1]

@@ -28,11 +28,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ninetynine.session.store import open_store
+from ninetynine.session.store.base import RoomStore
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.session.store import open_store
-from services.session.store.base import RoomStore
 
 RUN = re.compile(r"[A-Za-z0-9_-]+")
 NEVER = 1 << 62

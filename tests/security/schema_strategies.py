@@ -17,10 +17,10 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
-import services.gateway
+import ninetynine.gateway
 
 SCHEMA: dict[str, Any] = json.loads(
-    (Path(services.gateway.__file__).parent / "schema" / "client-protocol.schema.json").read_text()
+    (Path(ninetynine.gateway.__file__).parent / "schema" / "client-protocol.schema.json").read_text()
 )
 DEFS: dict[str, Any] = SCHEMA["$defs"]
 CLIENT_TYPES = [ref["$ref"].rsplit("/", 1)[1] for ref in DEFS["ClientMessage"]["oneOf"]]

@@ -17,12 +17,12 @@ import grpc.aio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from ninetynine.gateway.convert import server_json
+from ninetynine.gateway.limits import Limits
+from ninetynine.gateway.protocol import server_validator
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
-
-from services.gateway.convert import server_json
-from services.gateway.limits import Limits
-from services.gateway.protocol import server_validator
 from tests.gateway.conftest import GatewayFactory, WsClient, WsFactory
 from tests.security.schema_strategies import (
     CLIENT_TYPES,

@@ -10,13 +10,13 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
+
 from ninetynine.engine.v1 import game_pb2
+from ninetynine.gateway.server import RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
-
-from services.gateway.server import RunningGateway
 from tests.gateway.conftest import Backend, WsClient, WsFactory
 from tests.session.helpers import refused
 

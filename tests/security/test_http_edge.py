@@ -17,13 +17,13 @@ from typing import Any
 import aiohttp
 import grpc.aio
 import pytest
-from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
-from services.common.logging import configure_logging
-from services.gateway.admission import Budgets, parse_networks
-from services.gateway.edge import SOCKET_SLACK
-from services.gateway.limits import Limits
-from services.gateway.server import RunningGateway
+from ninetynine.common.logging import configure_logging
+from ninetynine.gateway.admission import Budgets, parse_networks
+from ninetynine.gateway.edge import SOCKET_SLACK
+from ninetynine.gateway.limits import Limits
+from ninetynine.gateway.server import RunningGateway
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from tests.common.conftest import LogCapture
 from tests.gateway.conftest import READ_TIMEOUT_S, GatewayFactory, WsClient
 from tests.gateway.test_grpc_contract import _open as open_stream

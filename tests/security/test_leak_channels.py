@@ -34,16 +34,16 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from hypothesis import strategies as st
+
+from ninetynine.common.logging import configure_logging
+from ninetynine.engine.convert import options_from_proto, options_to_proto
+from ninetynine.engine.rules import Options
+from ninetynine.engine.rules.options import CHOICES
 from ninetynine.engine.v1 import game_pb2
+from ninetynine.gateway.convert import client_from_json, server_json
+from ninetynine.gateway.server import RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.common.logging import configure_logging
-from services.engine.convert import options_from_proto, options_to_proto
-from services.engine.rules import Options
-from services.engine.rules.options import CHOICES
-from services.gateway.convert import client_from_json, server_json
-from services.gateway.server import RunningGateway
 from tests.common.conftest import LogCapture
 from tests.gateway.conftest import READ_TIMEOUT_S, Backend, WsClient, WsFactory
 from tests.security.hunt import Hunt, Reader

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from services.engine.rules import GameState, Options, Phase, apply, legal_choices, player_view, setup
-from services.engine.rules.options import CHOICES
+from ninetynine.engine.rules import GameState, Options, Phase, apply, legal_choices, player_view, setup
+from ninetynine.engine.rules.options import CHOICES
 
 CI_GAMES = int(os.environ.get("LEAK_RULES_GAMES", "50"))
 SLOW_GAMES = int(os.environ.get("LEAK_RULES_SLOW_GAMES", "3000"))

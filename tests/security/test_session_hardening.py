@@ -20,15 +20,15 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+
+from ninetynine.common.errors import ServiceError
+from ninetynine.common.wire import length_delimited
 from ninetynine.engine.v1 import game_pb2
+from ninetynine.gateway.server import RunningGateway
+from ninetynine.session import rooms
+from ninetynine.session.rooms import MAX_SPECTATORS
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.common.errors import ServiceError
-from services.common.wire import length_delimited
-from services.gateway.server import RunningGateway
-from services.session import rooms
-from services.session.rooms import MAX_SPECTATORS
 from tests.gateway.conftest import WsClient, WsFactory
 from tests.session.conftest import Stack, engine_port, make_stack, store_url
 from tests.session.helpers import ENGINE_DOMAIN, eventually, only_error_info, refused, room_of

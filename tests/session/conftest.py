@@ -11,13 +11,13 @@ from typing import Any
 import grpc.aio
 import pytest
 import redis
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.grpcclient import create_channel
-from services.engine.server import create_engine_server
-from services.session.server import close_room_service, create_session_server
-from services.session.service import RoomService
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.engine.server import create_engine_server
+from ninetynine.session.server import close_room_service, create_session_server
+from ninetynine.session.service import RoomService
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 from google.rpc import error_details_pb2, status_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.errors import error_info
+from ninetynine.common.errors import error_info
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 
 SESSION_DOMAIN = "session.ninetynine"
 ENGINE_DOMAIN = "engine.ninetynine"

@@ -1,12 +1,12 @@
 """A test session as a real subprocess (for crash and multi-replica tests); the launching itself is
-:mod:`services.launch`."""
+:mod:`ninetynine.launch`."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from services.launch import start, wait_serving
+from ninetynine.launch import start, wait_serving
 
 
 def session_args(port: int, engine_port: int, store: str, *, scale: float, bot_ms: int) -> list[str]:

@@ -12,11 +12,11 @@ import statistics
 from collections.abc import Awaitable, Callable
 
 import pytest
-from ninetynine.engine.v1 import game_pb2, state_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
 
-from services.engine.rules import CLASSIC, KR, Options, apply, game_result, setup, timeout_action
-from services.session.bots import bot_action
+from ninetynine.engine.rules import CLASSIC, KR, Options, apply, game_result, setup, timeout_action
+from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.session.bots import bot_action
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.conftest import Stack
 from tests.session.helpers import sample, wait_finished
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+from ninetynine.session.service import _batch_end
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.session.service import _batch_end
 from tests.session.helpers import eventually, wait_finished
 
 

@@ -7,10 +7,10 @@ import time
 from collections.abc import Awaitable, Callable
 
 import grpc
+
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
-
 from tests.session.conftest import Stack
 from tests.session.helpers import sample
 

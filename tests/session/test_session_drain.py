@@ -17,13 +17,13 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.grpcclient import create_channel
-from services.session.draining import OpenStreams
-from services.session.server import close_room_service, create_session_server, run_session
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.session.draining import OpenStreams
+from ninetynine.session.server import close_room_service, create_session_server, run_session
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.session.conftest import Stack
 from tests.session.store.sqlite_lock import StoreLock
 from tests.session.test_session_play_many import Plays, _room, _turn

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import grpc.aio
 import pytest
+
+from ninetynine.engine.server import create_engine_server
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.engine.server import create_engine_server
 from tests.session.conftest import Stack
 from tests.session.helpers import eventually, refused, sample, wait_finished
 

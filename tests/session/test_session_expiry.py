@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 import grpc
 import grpc.aio
 import pytest
-from ninetynine.session.v1 import session_service_pb2 as pb
 
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.conftest import Stack
 from tests.session.helpers import eventually, refused, sample, wait_finished
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from ninetynine.engine.v1 import state_pb2
+from ninetynine.launch import free_port
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
-
-from services.launch import free_port
 from tests.session.procs import start_session
 
 

@@ -23,13 +23,13 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ninetynine.engine.v1 import game_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.engine.server import create_engine_server
-from services.session.server import close_room_service, create_session_server
+from ninetynine.engine.server import create_engine_server
+from ninetynine.engine.v1 import game_pb2
+from ninetynine.session.server import close_room_service, create_session_server
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.session.helpers import ENGINE_DOMAIN, SESSION_DOMAIN, only_error_info
 
 SERVICE = pb.DESCRIPTOR.services_by_name["SessionService"]

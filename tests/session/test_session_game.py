@@ -6,10 +6,10 @@ import asyncio
 
 import grpc
 import pytest
+
+from ninetynine.common.errors import error_info
 from ninetynine.engine.v1 import game_pb2, state_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
-
-from services.common.errors import error_info
 
 
 async def _next_view(stream, until_seq: int = 0) -> pb.ViewUpdate:

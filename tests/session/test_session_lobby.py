@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
-from ninetynine.engine.v1 import game_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
 
-from services.session.errors import REASONS
+from ninetynine.engine.v1 import game_pb2
+from ninetynine.session.errors import REASONS
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.conftest import Stack
 from tests.session.helpers import (
     ENGINE_DOMAIN,

@@ -16,16 +16,16 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import pytest
-from ninetynine.engine.v1 import game_pb2, state_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
-from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry
 
-from services.common.errors import error_info
-from services.common.grpcclient import create_channel
-from services.engine.local import LocalEngine
-from services.session.server import close_room_service, create_session_server
-from services.session.service import RoomService
+from ninetynine.common.errors import error_info
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.engine.local import LocalEngine
+from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.session.server import close_room_service, create_session_server
+from ninetynine.session.service import RoomService
+from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
 from tests.session.helpers import ENGLISH, is_english, is_korean
 
 

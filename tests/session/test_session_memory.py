@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 
 from ninetynine.session.v1 import session_service_pb2 as pb
-
 from tests.session.helpers import wait_finished
 
 GAMES = 12

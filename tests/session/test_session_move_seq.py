@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import grpc
-from ninetynine.engine.v1 import view_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
 
-from services.session.errors import REASONS
+from ninetynine.engine.v1 import view_pb2
+from ninetynine.session.errors import REASONS
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.conftest import Stack
 from tests.session.helpers import ENGLISH, is_english, is_korean, only_error_info, refused, room_of
 

@@ -16,11 +16,11 @@ import grpc
 import grpc.aio
 import pytest
 from google.rpc import error_details_pb2, status_pb2
-from ninetynine.engine.v1 import game_pb2, view_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
 
-from services.common.logging import configure_logging
-from services.session.playmany import PLAY_METHOD
+from ninetynine.common.logging import configure_logging
+from ninetynine.engine.v1 import game_pb2, view_pb2
+from ninetynine.session.playmany import PLAY_METHOD
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.common.conftest import LogCapture
 from tests.session.conftest import Stack
 from tests.session.helpers import ENGLISH, is_english, is_korean, sample

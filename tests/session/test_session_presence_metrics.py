@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 import grpc.aio
+
 from ninetynine.engine.v1 import game_pb2, state_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
-
 from tests.session.conftest import Stack
 from tests.session.helpers import eventually, refused, room_of, sample, wait_finished
 

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 from google.rpc import error_details_pb2, status_pb2
-from ninetynine.session.v1 import session_service_pb2 as pb
 
+from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.helpers import eventually, is_korean, sample, wait_finished
 
 

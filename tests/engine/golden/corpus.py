@@ -46,6 +46,7 @@ from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
+
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 FORMAT = "ninetynine-engine-golden"
@@ -241,17 +242,17 @@ class InProcessEngine:
     """The engine server's own request handling, called in this process without the transport.
 
     Each request goes through the method table the server registers
-    (:func:`services.engine.server.engine_handler`): the request deserializer (bytes to request,
-    or MALFORMED_REQUEST), the servicer (:class:`~services.engine.handlers.EngineHandlers`) and
+    (:func:`ninetynine.engine.server.engine_handler`): the request deserializer (bytes to request,
+    or MALFORMED_REQUEST), the servicer (:class:`~ninetynine.engine.handlers.EngineHandlers`) and
     the response serializer (response to bytes). A refusal goes through
-    :func:`services.common.errors.abort`, which the server's interceptor calls, into the status
+    :func:`ninetynine.common.errors.abort`, which the server's interceptor calls, into the status
     code, message and ``grpc-status-details-bin`` trailer grpc would send, read back as a client
     reads them. Left out: grpc's C core (HTTP/2 framing, which passes bytes through untouched)
     and the interceptor's canonical log line. About four times cheaper than a real server.
     """
 
     def __init__(self) -> None:
-        from services.engine.server import EngineMetrics, EngineServicer, engine_handler
+        from ninetynine.engine.server import EngineMetrics, EngineServicer, engine_handler
 
         handler = engine_handler(EngineServicer(EngineMetrics.create(None)))
         self._methods: dict[str, Any] = {}
@@ -262,7 +263,7 @@ class InProcessEngine:
             self._methods[name] = method
 
     async def call(self, method: str, request: bytes, lang: str) -> Answer:
-        from services.common.errors import ServiceError, abort
+        from ninetynine.common.errors import ServiceError, abort
 
         handler = self._methods[method]
         context = _Context(lang)

@@ -14,7 +14,7 @@ for the state, the way ``tests/engine/rules/test_properties.py`` picks). Mixed i
 end, and refused requests of every kind a client can cause, each asked in Korean and in English.
 
 Coverage: both modes, and in each mode every value of every option of
-``services.engine.rules.options.CHOICES`` at least once (the other options of those games drawn at
+``ninetynine.engine.rules.options.CHOICES`` at least once (the other options of those games drawn at
 random; later games favour the shorter games of few lives), 2 to 10 players, a few games under
 state version 1. Recording the same seed and game count again gives the same file byte for byte.
 
@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import Message
+
+from ninetynine.engine import convert
+from ninetynine.engine.rules import legal_choices
+from ninetynine.engine.rules.options import CHOICES, CLASSIC, KR, MAX_PLAYERS, MIN_PLAYERS, Options
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
-
-from services.engine import convert
-from services.engine.rules import legal_choices
-from services.engine.rules.options import CHOICES, CLASSIC, KR, MAX_PLAYERS, MIN_PLAYERS, Options
 from tests.engine.golden.corpus import (
     CORPUS_PATH,
     FORMAT,

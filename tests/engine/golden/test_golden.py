@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ninetynine.engine.v1 import engine_service_pb2 as pb
 
+from ninetynine.engine.v1 import engine_service_pb2 as pb
 from tests.engine.golden.corpus import (
     CORPUS_PATH,
     FORMAT,

@@ -24,7 +24,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     CLASSIC,
     KR,
     Action,

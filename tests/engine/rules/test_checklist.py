@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Action,
     Event,
     GameState,

@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Action,
     Audience,
     Event,
@@ -45,8 +45,8 @@ from services.engine.rules import (
     timeout_action,
     validate_state,
 )
-from services.engine.rules.options import CHOICES
-from services.engine.rules.state import HISTORY_LENGTH
+from ninetynine.engine.rules.options import CHOICES
+from ninetynine.engine.rules.state import HISTORY_LENGTH
 
 from .builders import snapshot
 

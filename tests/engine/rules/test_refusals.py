@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Action,
     GameState,
     Phase,
@@ -21,7 +21,7 @@ from services.engine.rules import (
     timeout_action,
     validate_state,
 )
-from services.engine.rules.errors import TEXTS
+from ninetynine.engine.rules.errors import TEXTS
 
 from .builders import card_id, make_state, snapshot
 

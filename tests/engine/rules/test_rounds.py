@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Action,
     Phase,
     Reason,

@@ -10,7 +10,7 @@ import hashlib
 
 import pytest
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Options,
     Reason,
     Rng,
@@ -23,7 +23,7 @@ from services.engine.rules import (
     setup,
     validate_state,
 )
-from services.engine.rules.options import CHOICES
+from ninetynine.engine.rules.options import CHOICES
 
 from .builders import make_state, play
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from services.engine.rules import (
+from ninetynine.engine.rules import (
     Action,
     Options,
     apply,

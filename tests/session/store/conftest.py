@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from services.session.store import RoomStore, open_store
+from ninetynine.session.store import RoomStore, open_store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from services.session.store import RoomRecord, StoredEvent, open_store
+from ninetynine.session.store import RoomRecord, StoredEvent, open_store
 
 
 async def write_forever(url: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 import pytest
 import redis.asyncio as aioredis
 
-from services.session.store import (
+from ninetynine.session.store import (
     InvalidStoreInput,
     RoomAlreadyExists,
     RoomNotFound,
@@ -20,7 +20,7 @@ from services.session.store import (
     StoreUnavailable,
     VersionConflict,
 )
-from services.session.store.base import LISTED_PHASES, list_key
+from ninetynine.session.store.base import LISTED_PHASES, list_key
 
 from .conftest import REDIS_URL, Backend
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.session.store import RoomStore
+from ninetynine.session.store import RoomStore
 from tests.session.store.test_contract import bump, room
 
 

@@ -1,12 +1,12 @@
-"""The expiry sweep (services.session.expiry) on both real stores, with a clock the test moves."""
+"""The expiry sweep (ninetynine.session.expiry) on both real stores, with a clock the test moves."""
 
 from __future__ import annotations
 
-from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from prometheus_client import CollectorRegistry, Counter
 
-from services.session.expiry import STALE_PRESENCE_MS, ExpiryPolicy, RoomExpiry
-from services.session.store import RoomRecord, RoomStore
+from ninetynine.session.expiry import STALE_PRESENCE_MS, ExpiryPolicy, RoomExpiry
+from ninetynine.session.store import RoomRecord, RoomStore
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
 
 from .conftest import Backend
 from .test_contract import event

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.session.store import StoredEvent, open_store
+from ninetynine.session.store import StoredEvent, open_store
 
 from .conftest import REDIS_URL
 from .test_contract import bump, event, room

@@ -8,7 +8,7 @@ import contextlib
 import pytest
 import redis.asyncio as aioredis
 
-from services.session.store import (
+from ninetynine.session.store import (
     EventsTrimmed,
     InvalidStoreInput,
     RedisRoomStore,

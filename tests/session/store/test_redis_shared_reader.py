@@ -7,7 +7,7 @@ import contextlib
 
 import redis.asyncio as aioredis
 
-from services.session.store import RoomRecord, RoomStore, StoredEvent, open_store
+from ninetynine.session.store import RoomRecord, RoomStore, StoredEvent, open_store
 
 from .conftest import REDIS_URL
 from .test_contract import bump, event, room

@@ -11,7 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from services.session.store import SqliteRoomStore
+from ninetynine.session.store import SqliteRoomStore
 
 from .test_contract import bump, event, room
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from services.session.store import InvalidStoreInput, SqliteRoomStore, StoreUnavailable, open_store
-from services.session.store.sqlite_store import MIGRATIONS
+from ninetynine.session.store import InvalidStoreInput, SqliteRoomStore, StoreUnavailable, open_store
+from ninetynine.session.store.sqlite_store import MIGRATIONS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.session.store import (
+from ninetynine.session.store import (
     InvalidStoreInput,
     RoomNotFound,
     SqliteRoomStore,

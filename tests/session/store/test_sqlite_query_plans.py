@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.session.store.sqlite_store import (
+from ninetynine.session.store.sqlite_store import (
     _ROOM_COLUMNS,
     CLAIM_DUE_SQL,
     IDLE_ROOMS_SQL,

@@ -1,0 +1,156 @@
+"""A small typed asyncio client for the engine service (used by the session service and other teams).
+
+    async with EngineClient("127.0.0.1:50051") as engine:
+        setup = await engine.setup(["ann", "bob"], seed=7)
+        view = await engine.view(setup.state, "ann")
+        play = view.view.legal_plays[0]
+        applied = await engine.apply(setup.state, "ann", play.action, expected_seq=setup.state.seq)
+
+Every call has a deadline (``timeout`` seconds, 1 s by default). A call that fails with
+UNAVAILABLE (engine restarting, connection not up yet) is retried a bounded number of times
+with exponential backoff; the engine is stateless, so repeating a call is always safe. Any other
+failure is raised as :class:`~ninetynine.common.errors.ServiceError` carrying the engine's reason
+code (``OVER_99``, ``STALE_STATE``...), metadata and both language texts. The current request id
+(``x-request-id``) is forwarded on every call.
+
+The session holds an ``EngineClient`` whichever engine answers: the in-process
+:class:`ninetynine.engine.local.LocalEngine` is this client over a stand-in for the stub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+
+from ninetynine.common.errors import Lang, to_service_error
+from ninetynine.common.grpcclient import create_channel
+from ninetynine.engine.errors import ENGINE_DOMAIN, rule_texts
+from ninetynine.engine.v1 import engine_service_pb2 as pb
+from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
+from ninetynine.engine.v1 import game_pb2, state_pb2
+
+Resp = TypeVar("Resp")
+
+DEFAULT_TIMEOUT = 1.0
+DEFAULT_ATTEMPTS = 3
+DEFAULT_BACKOFF = 0.05  # seconds before the first retry; doubled each time
+# grpc's default reconnect backoff grows to 120 s: after a long engine outage the caller would
+# keep failing fast for minutes after the engine is back. Engines are cheap to reconnect to.
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
+class EngineClient:
+    """Async client of ``ninetynine.engine.v1.EngineService``."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        attempts: int = DEFAULT_ATTEMPTS,
+        backoff: float = DEFAULT_BACKOFF,
+        lang: Lang | None = None,
+        stub: Any = None,
+    ) -> None:
+        """``stub`` (anything with the four async stub methods) replaces the channel to ``target``."""
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        if attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {attempts}")
+        self.target = target
+        self.call_timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff
+        self.lang = lang
+        self._channel: grpc.aio.Channel | None = None
+        if stub is None:
+            self._channel = create_channel(target, options=RECONNECT_OPTIONS)
+            stub = pb_grpc.EngineServiceStub(self._channel)
+        self._stub = stub
+
+    async def __aenter__(self) -> EngineClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close(None)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    async def setup(
+        self,
+        player_ids: Sequence[str],
+        options: game_pb2.Options | None = None,
+        *,
+        seed: int | None = None,
+        display_names: Mapping[str, str] | None = None,
+        now_ms: int = 0,
+    ) -> pb.SetupResponse:
+        """A new game; ``seed=None`` lets the engine draw one."""
+        request = pb.SetupRequest(
+            player_ids=list(player_ids),
+            options=options,
+            display_names=dict(display_names or {}),
+            now_ms=now_ms,
+        )
+        if seed is not None:
+            request.seed = seed
+        return await self._call(self._stub.Setup, request)
+
+    async def apply(
+        self,
+        state: state_pb2.State,
+        player_id: str,
+        action: game_pb2.Action,
+        *,
+        expected_seq: int | None = None,
+        now_ms: int = 0,
+    ) -> pb.ApplyResponse:
+        """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED)."""
+        request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
+        return await self._call(self._stub.Apply, request)
+
+    async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
+        """What ``viewer_id`` may see (empty = spectator)."""
+        return await self._call(self._stub.View, pb.ViewRequest(state=state, viewer_id=viewer_id))
+
+    async def timeout(
+        self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
+    ) -> pb.TimeoutResponse:
+        """Play the §8.5 automatic move for the current player."""
+        request = pb.TimeoutRequest(state=state, now_ms=now_ms)
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
+        return await self._call(self._stub.Timeout, request)
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    async def _call(self, method: Callable[..., Awaitable[Resp]], request: object) -> Resp:
+        metadata = (("accept-language", self.lang),) if self.lang else None
+        delay = self.backoff
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return await method(request, timeout=self.call_timeout, metadata=metadata)
+            except grpc.aio.AioRpcError as err:
+                if err.code() is grpc.StatusCode.UNAVAILABLE and attempt < self.attempts:
+                    await asyncio.sleep(delay)
+                    delay *= 2
+                    continue
+                raise to_service_error(err, default_domain=ENGINE_DOMAIN, texts=rule_texts) from err
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover

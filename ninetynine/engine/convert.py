@@ -1,0 +1,742 @@
+"""Conversions between the rules engine's Python values and the ``ninetynine.engine.v1`` messages.
+
+Incoming messages are untrusted: every unknown enum number, missing sub-message or impossible
+value becomes a :class:`RuleError` (``INVALID_STATE`` for states, the matching reason for
+options and actions) and a converted state always goes through :func:`validate_state` before
+the rules see it. Nothing here raises anything but :class:`RuleError` on bad input.
+
+The Apply path (parse, convert, apply, convert back, serialize) runs on every move, so the
+converters write straight into the response's sub-messages instead of building intermediate
+messages, and the option conversions are cached: a game's options never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from ninetynine.common.wire import length_delimited
+from ninetynine.engine.rules import (
+    CLASSIC,
+    KR,
+    Action,
+    Event,
+    GameState,
+    Options,
+    Phase,
+    PlayRecord,
+    Reason,
+    RngState,
+    RuleError,
+    validate_state,
+)
+from ninetynine.engine.rules.errors import Lang
+from ninetynine.engine.rules.errors import message as reason_message
+from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
+
+# -- enum tables (proto number <-> rules value) ----------------------------------------------
+
+_MODE_IN: dict[int, str] = {
+    game_pb2.MODE_UNSPECIFIED: KR,
+    game_pb2.MODE_KR_PRODUCT: KR,
+    game_pb2.MODE_CLASSIC: CLASSIC,
+}
+_MODE_OUT = {KR: game_pb2.MODE_KR_PRODUCT, CLASSIC: game_pb2.MODE_CLASSIC}
+_START_TOTAL_IN: dict[int, str] = {
+    game_pb2.START_TOTAL_UNSPECIFIED: "auto",
+    game_pb2.START_TOTAL_AUTO: "auto",
+    game_pb2.START_TOTAL_ZERO: "zero",
+}
+_START_TOTAL_OUT = {"auto": game_pb2.START_TOTAL_AUTO, "zero": game_pb2.START_TOTAL_ZERO}
+_AFTER_IN: dict[int, str] = {
+    game_pb2.AFTER_ELIMINATION_UNSPECIFIED: "continue",
+    game_pb2.AFTER_ELIMINATION_CONTINUE: "continue",
+    game_pb2.AFTER_ELIMINATION_RESET: "reset",
+}
+_AFTER_OUT = {"continue": game_pb2.AFTER_ELIMINATION_CONTINUE, "reset": game_pb2.AFTER_ELIMINATION_RESET}
+_FLOOR_IN: dict[int, str] = {
+    game_pb2.FLOOR_AT_ZERO_UNSPECIFIED: "forbid",
+    game_pb2.FLOOR_AT_ZERO_FORBID: "forbid",
+    game_pb2.FLOOR_AT_ZERO_CLAMP: "clamp",
+}
+_FLOOR_OUT = {"forbid": game_pb2.FLOOR_AT_ZERO_FORBID, "clamp": game_pb2.FLOOR_AT_ZERO_CLAMP}
+_JOKER_IN: dict[int, str] = {
+    game_pb2.JOKER_RANGE_UNSPECIFIED: "60-99",
+    game_pb2.JOKER_RANGE_60_99: "60-99",
+    game_pb2.JOKER_RANGE_0_99: "0-99",
+}
+_JOKER_OUT = {"60-99": game_pb2.JOKER_RANGE_60_99, "0-99": game_pb2.JOKER_RANGE_0_99}
+
+_SIGN_IN: dict[int, str | None] = {
+    game_pb2.SIGN_UNSPECIFIED: None,
+    game_pb2.SIGN_PLUS: "+",
+    game_pb2.SIGN_MINUS: "-",
+}
+_SIGN_OUT = {"+": game_pb2.SIGN_PLUS, "-": game_pb2.SIGN_MINUS}
+_DIR_CHOICE_IN: dict[int, str | None] = {
+    game_pb2.DIRECTION_CHOICE_UNSPECIFIED: None,
+    game_pb2.DIRECTION_CHOICE_KEEP: "keep",
+    game_pb2.DIRECTION_CHOICE_REVERSE: "reverse",
+}
+_DIR_CHOICE_OUT = {"keep": game_pb2.DIRECTION_CHOICE_KEEP, "reverse": game_pb2.DIRECTION_CHOICE_REVERSE}
+
+_DIRECTION_IN: dict[int, int] = {game_pb2.DIRECTION_CLOCKWISE: 1, game_pb2.DIRECTION_COUNTERCLOCKWISE: -1}
+_DIRECTION_OUT = {1: game_pb2.DIRECTION_CLOCKWISE, -1: game_pb2.DIRECTION_COUNTERCLOCKWISE}
+_PHASE_IN: dict[int, Phase] = {
+    state_pb2.PHASE_PLAYING: Phase.PLAYING,
+    state_pb2.PHASE_FINISHED: Phase.FINISHED,
+}
+_PHASE_OUT = {Phase.PLAYING: state_pb2.PHASE_PLAYING, Phase.FINISHED: state_pb2.PHASE_FINISHED}
+
+CARD_KIND_OUT = {
+    "add": game_pb2.CARD_KIND_ADD,
+    "plusMinus": game_pb2.CARD_KIND_PLUS_MINUS,
+    "reverse": game_pb2.CARD_KIND_REVERSE,
+    "zero": game_pb2.CARD_KIND_ZERO,
+    "hold": game_pb2.CARD_KIND_HOLD,
+    "minus": game_pb2.CARD_KIND_MINUS,
+    "ace": game_pb2.CARD_KIND_ACE,
+    "to99": game_pb2.CARD_KIND_TO99,
+    "joker": game_pb2.CARD_KIND_JOKER,
+}
+_AUDIENCE_OUT = {
+    "all": events_pb2.AUDIENCE_ALL,
+    "only": events_pb2.AUDIENCE_ONLY,
+    "except": events_pb2.AUDIENCE_EXCEPT,
+}
+_ROUND_REASON_OUT = {
+    "setup": events_pb2.ROUND_REASON_SETUP,
+    "lifeLost": events_pb2.ROUND_REASON_LIFE_LOST,
+    "reset": events_pb2.ROUND_REASON_RESET,
+}
+_ELIMINATION_REASON_OUT = {
+    "noPlayableCard": events_pb2.ELIMINATION_REASON_NO_PLAYABLE_CARD,
+    "noLivesLeft": events_pb2.ELIMINATION_REASON_NO_LIVES_LEFT,
+    "lostOnTheBoard": events_pb2.ELIMINATION_REASON_LOST_ON_THE_BOARD,
+}
+
+
+def _invalid_state(detail: str) -> RuleError:
+    return RuleError(Reason.INVALID_STATE, detail=detail)
+
+
+def _enum_in(table: Mapping[int, Any], number: int, key: str) -> Any:
+    try:
+        return table[number]
+    except KeyError:
+        raise RuleError(Reason.INVALID_OPTION, option=key, value=number) from None
+
+
+# -- options ---------------------------------------------------------------------------------
+
+_OptionsKey = tuple[
+    int,
+    int | None,
+    int,
+    bool | None,
+    int | None,
+    bool | None,
+    int,
+    int,
+    int | None,
+    int,
+    int | None,
+    int | None,
+    int | None,
+]
+
+
+def _opt(msg: game_pb2.Options, name: str) -> Any:
+    return getattr(msg, name) if msg.HasField(name) else None  # type: ignore[arg-type]
+
+
+def options_from_proto(msg: game_pb2.Options) -> Options:
+    """Proto options -> :class:`Options`; unset fields take the default/auto. Raises INVALID_OPTION."""
+    # Keyed by the wire bytes: one C call instead of thirteen field reads on every request.
+    return _options_from_wire(msg.SerializeToString())
+
+
+@lru_cache(maxsize=256)
+def _options_from_wire(data: bytes) -> Options:
+    msg = game_pb2.Options.FromString(data)
+    key: _OptionsKey = (
+        msg.mode,
+        _opt(msg, "hand_size"),
+        msg.start_total,
+        _opt(msg, "refill"),
+        _opt(msg, "lives"),
+        _opt(msg, "on_the_board"),
+        msg.after_elimination,
+        msg.floor_at_zero,
+        _opt(msg, "special_counts"),
+        msg.joker_range,
+        _opt(msg, "ace_high"),
+        _opt(msg, "deck_count"),
+        _opt(msg, "turn_seconds"),
+    )
+    return _options_from_key(key)
+
+
+@lru_cache(maxsize=256)
+def _options_from_key(key: _OptionsKey) -> Options:
+    (mode, hand_size, start_total, refill, lives, board, after, floor, special, joker, ace, decks, secs) = key
+    changes: dict[str, object] = {
+        "mode": _enum_in(_MODE_IN, mode, "mode"),
+        "start_total": _enum_in(_START_TOTAL_IN, start_total, "startTotal"),
+        "after_elimination": _enum_in(_AFTER_IN, after, "afterElimination"),
+        "floor_at_zero": _enum_in(_FLOOR_IN, floor, "floorAtZero"),
+        "joker_range": _enum_in(_JOKER_IN, joker, "jokerRange"),
+    }
+    for attr, value in (
+        ("hand_size", hand_size),
+        ("refill", refill),
+        ("lives", lives),
+        ("on_the_board", board),
+        ("special_counts", special),
+        ("ace_high", ace),
+        ("deck_count", decks),
+        ("turn_seconds", secs),
+    ):
+        if value is not None:
+            changes[attr] = value
+    return Options(**changes)  # type: ignore[arg-type]  # Options validates every value
+
+
+def _options_message(options: Options) -> game_pb2.Options:
+    # Hashing the frozen Options (13 fields) costs more than building the key of an identity
+    # lookup; the Options objects themselves come from _options_from_key's cache.
+    hit = _OPTIONS_BY_ID.get(id(options))
+    if hit is not None and hit[0] is options:
+        return hit[1]
+    msg = _options_message_of(options)
+    if len(_OPTIONS_BY_ID) >= _IDENTITY_CACHE_SIZE:
+        _OPTIONS_BY_ID.clear()
+    _OPTIONS_BY_ID[id(options)] = (options, msg)  # holds options: its id cannot be reused meanwhile
+    return msg
+
+
+_IDENTITY_CACHE_SIZE = 1024
+_OPTIONS_BY_ID: dict[int, tuple[Options, game_pb2.Options]] = {}
+
+
+@lru_cache(maxsize=256)
+def _options_message_of(options: Options) -> game_pb2.Options:
+    msg = game_pb2.Options(
+        mode=_MODE_OUT[options.mode],
+        start_total=_START_TOTAL_OUT[options.start_total],
+        refill=options.refill,
+        on_the_board=options.on_the_board,
+        after_elimination=_AFTER_OUT[options.after_elimination],
+        floor_at_zero=_FLOOR_OUT[options.floor_at_zero],
+        special_counts=options.special_counts,
+        joker_range=_JOKER_OUT[options.joker_range],
+        ace_high=options.ace_high,
+        turn_seconds=options.turn_seconds,
+    )
+    # "auto" stays unset: the proto's way of saying auto.
+    if options.hand_size != "auto":
+        msg.hand_size = int(options.hand_size)
+    if options.lives != "auto":
+        msg.lives = int(options.lives)
+    if options.deck_count != "auto":
+        msg.deck_count = int(options.deck_count)
+    return msg
+
+
+def options_into(options: Options, out: game_pb2.Options) -> None:
+    """Write ``options`` into ``out`` (every choice explicit except the ``auto`` ones)."""
+    out.CopyFrom(_options_message(options))
+
+
+def options_to_proto(options: Options) -> game_pb2.Options:
+    out = game_pb2.Options()
+    options_into(options, out)
+    return out
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+def action_from_proto(msg: game_pb2.Action) -> Action:
+    """Proto action -> :class:`Action`. Unknown enum numbers are refused like a missing choice."""
+    cid = msg.card_id
+    sign = _SIGN_IN.get(msg.sign, "?")
+    if sign == "?":
+        raise RuleError(Reason.SIGN_REQUIRED, cardId=cid)
+    direction = _DIR_CHOICE_IN.get(msg.dir, "?")
+    if direction == "?":
+        raise RuleError(Reason.DIR_REQUIRED, cardId=cid)
+    return Action(
+        cid,
+        sign=sign,
+        ace_value=msg.ace_value if msg.HasField("ace_value") else None,
+        joker_value=msg.joker_value if msg.HasField("joker_value") else None,
+        dir=direction,
+    )
+
+
+def action_into(action: Action, out: game_pb2.Action) -> None:
+    out.card_id = action.card_id
+    if action.sign is not None:
+        out.sign = _SIGN_OUT[action.sign]
+    if action.ace_value is not None:
+        out.ace_value = action.ace_value
+    if action.joker_value is not None:
+        out.joker_value = action.joker_value
+    if action.dir is not None:
+        out.dir = _DIR_CHOICE_OUT[action.dir]
+
+
+def action_to_proto(action: Action) -> game_pb2.Action:
+    out = game_pb2.Action()
+    action_into(action, out)
+    return out
+
+
+def _choice_into(card_id: str, choice: Mapping[str, object], out: game_pb2.Action) -> None:
+    """A play's recorded choice (``{"sign": "+"}``...) as the action that made it."""
+    out.card_id = card_id
+    sign = choice.get("sign")
+    if sign is not None:
+        out.sign = _SIGN_OUT[str(sign)]
+    ace = choice.get("aceValue")
+    if ace is not None:
+        out.ace_value = int(str(ace))
+    joker = choice.get("jokerValue")
+    if joker is not None:
+        out.joker_value = int(str(joker))
+    direction = choice.get("dir")
+    if direction is not None:
+        out.dir = _DIR_CHOICE_OUT[str(direction)]
+
+
+def _choice_of(msg: game_pb2.Action) -> dict[str, object]:
+    choice: dict[str, object] = {}
+    sign = _SIGN_IN.get(msg.sign)
+    if sign is not None:
+        choice["sign"] = sign
+    if msg.HasField("ace_value"):
+        choice["aceValue"] = msg.ace_value
+    if msg.HasField("joker_value"):
+        choice["jokerValue"] = msg.joker_value
+    direction = _DIR_CHOICE_IN.get(msg.dir)
+    if direction is not None:
+        choice["dir"] = direction
+    return choice
+
+
+# -- state -----------------------------------------------------------------------------------
+
+
+def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameState:
+    """Proto state -> :class:`GameState`, checked by :func:`validate_state`. Raises INVALID_STATE."""
+    if not msg.HasField("options"):
+        raise _invalid_state("options missing")
+    if not msg.HasField("rng"):
+        raise _invalid_state("rng missing")
+    try:
+        options = options_from_proto(msg.options)
+    except RuleError as err:
+        raise _invalid_state(f"options: {err.meta.get('option', '?')}") from None
+    direction = _DIRECTION_IN.get(msg.direction)
+    if direction is None:
+        raise _invalid_state(f"direction {msg.direction}")
+    phase = _PHASE_IN.get(msg.phase)
+    if phase is None:
+        raise _invalid_state(f"phase {msg.phase}")
+    ids: list[str] = []
+    hands: dict[str, list[str]] = {}
+    alive: dict[str, bool] = {}
+    lives: dict[str, int] = {}
+    on_board: dict[str, bool] = {}
+    lives_lost: dict[str, int] = {}
+    eliminated_round: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for p in msg.seats:  # one pass: each iteration of a repeated field builds new wrappers
+        pid = p.id
+        ids.append(pid)
+        hands[pid] = p.hand[:]
+        alive[pid] = p.alive
+        lives[pid] = p.lives
+        on_board[pid] = p.on_board
+        lives_lost[pid] = p.lives_lost
+        if p.HasField("eliminated_round"):
+            eliminated_round[pid] = p.eliminated_round
+        if p.name:
+            names[pid] = p.name
+    history = [_record_from_bytes(r.SerializeToString()) for r in msg.history]
+    rng = msg.rng
+    state = GameState(
+        state_version=msg.state_version,
+        options=options,
+        seats=tuple(ids),
+        names=names,
+        hand_size=msg.hand_size,
+        deck_count=msg.deck_count,
+        start_lives=msg.start_lives,
+        hands=hands,
+        draw_pile=msg.draw_pile[:],
+        discard=msg.discard[:],
+        total=msg.total,
+        direction=direction,
+        current=msg.current,
+        alive=alive,
+        lives=lives,
+        on_board=on_board,
+        lives_lost=lives_lost,
+        eliminated_round=eliminated_round,
+        elimination_order=list(msg.elimination_order),
+        round=msg.round,
+        phase=phase,
+        turn_started_at=msg.turn_started_at_ms,
+        seq=msg.seq,
+        rng=RngState(rng.state, rng.inc),
+        seed=msg.seed,
+        seed_commitment=msg.seed_commitment,
+        history=history,
+    )
+    if validate:
+        validate_state(state)
+    return state
+
+
+def state_into(s: GameState, out: state_pb2.State) -> None:
+    """Write ``s`` into the empty message ``out``."""
+    out.state_version = s.state_version
+    # Options and history: pre-encoded (cached) entries merged in one call; ``out`` is empty.
+    out.MergeFromString(_options_entry(s.options) + b"".join(map(_history_entry, s.history)))
+    names = s.names
+    hands = s.hands
+    alive = s.alive
+    lives = s.lives
+    on_board = s.on_board
+    lives_lost = s.lives_lost
+    eliminated_round = s.eliminated_round
+    add_seat = out.seats.add
+    for pid in s.seats:
+        seat = add_seat(
+            id=pid,
+            name=names.get(pid, ""),
+            hand=hands[pid],
+            alive=alive[pid],
+            lives=lives[pid],
+            on_board=on_board[pid],
+            lives_lost=lives_lost[pid],
+        )
+        round_out = eliminated_round.get(pid)
+        if round_out is not None:
+            seat.eliminated_round = round_out
+    out.draw_pile.extend(s.draw_pile)
+    out.discard.extend(s.discard)
+    out.total = s.total
+    out.direction = _DIRECTION_OUT[s.direction]
+    out.current = s.current
+    out.elimination_order.extend(s.elimination_order)
+    out.round = s.round
+    out.phase = _PHASE_OUT[s.phase]
+    out.turn_started_at_ms = s.turn_started_at
+    out.seq = s.seq
+    out.rng.state = s.rng.state
+    out.rng.inc = s.rng.inc
+    out.seed = s.seed
+    out.seed_commitment = s.seed_commitment
+    out.hand_size = s.hand_size
+    out.deck_count = s.deck_count
+    out.start_lives = s.start_lives
+
+
+# The same ten history records travel back and forth on every move: converting each one once
+# (keyed by its wire bytes inbound, by its identity or value outbound) halves the cost of a
+# state conversion. Outbound, the options and the whole history go into the State as one
+# pre-encoded blob (one MergeFromString instead of one message per record).
+_RECORD_CACHE_SIZE = 16384
+
+
+_STATE_OPTIONS = state_pb2.State.DESCRIPTOR.fields_by_name["options"].number
+_STATE_HISTORY = state_pb2.State.DESCRIPTOR.fields_by_name["history"].number
+# id(record) -> (record, its State.history entry); holding the record keeps its id from reuse.
+_HISTORY_ENTRY_BY_ID: dict[int, tuple[PlayRecord, bytes]] = {}
+_OPTIONS_ENTRY_BY_ID: dict[int, tuple[Options, bytes]] = {}
+
+
+@lru_cache(maxsize=_RECORD_CACHE_SIZE)
+def _record_from_bytes(data: bytes) -> PlayRecord:
+    r = state_pb2.PlayRecord.FromString(data)
+    record = PlayRecord(r.player_id, r.action.card_id, r.face, r.before, r.total, _choice_of(r.action))
+    _history_entry(record)  # the record goes back out on the next moves: encode it once now
+    return record
+
+
+@lru_cache(maxsize=_RECORD_CACHE_SIZE)
+def _record_bytes(
+    player: str, card_id: str, face: str, before: int, total: int, choice: tuple[Any, ...]
+) -> bytes:
+    entry = state_pb2.PlayRecord(player_id=player, face=face, before=before, total=total)
+    _choice_into(card_id, dict(choice), entry.action)
+    return entry.SerializeToString()
+
+
+def _history_entry(r: PlayRecord) -> bytes:
+    hit = _HISTORY_ENTRY_BY_ID.get(id(r))
+    if hit is not None and hit[0] is r:
+        return hit[1]
+    # Always re-encoded from the values: nothing a client added (unknown fields) is echoed.
+    data = _record_bytes(r.player, r.card_id, r.face, r.before, r.total, tuple(r.choice.items()))
+    entry = length_delimited(_STATE_HISTORY, data)
+    if len(_HISTORY_ENTRY_BY_ID) >= _RECORD_CACHE_SIZE:
+        _HISTORY_ENTRY_BY_ID.clear()
+    _HISTORY_ENTRY_BY_ID[id(r)] = (r, entry)
+    return entry
+
+
+def _options_entry(options: Options) -> bytes:
+    hit = _OPTIONS_ENTRY_BY_ID.get(id(options))
+    if hit is not None and hit[0] is options:
+        return hit[1]
+    entry = length_delimited(_STATE_OPTIONS, _options_message(options).SerializeToString())
+    if len(_OPTIONS_ENTRY_BY_ID) >= _IDENTITY_CACHE_SIZE:
+        _OPTIONS_ENTRY_BY_ID.clear()
+    _OPTIONS_ENTRY_BY_ID[id(options)] = (options, entry)
+    return entry
+
+
+def _records_into(records: Iterable[Mapping[str, Any]], out: Any) -> None:
+    """History entries in their dict form (as the view gives them)."""
+    for r in records:
+        entry = out.add(player_id=r["player"], face=r["face"], before=r["before"], total=r["total"])
+        _choice_into(r["cardId"], r["choice"], entry.action)
+
+
+def state_to_proto(s: GameState) -> state_pb2.State:
+    out = state_pb2.State()
+    state_into(s, out)
+    return out
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+def _card_into(card: Mapping[str, Any], out: game_pb2.Card) -> None:
+    out.id = card["id"]
+    out.kind = CARD_KIND_OUT[card["kind"]]
+    out.value = card["value"]
+    out.face = card["face"]
+
+
+def _game_started(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.game_started
+    p.state_version = d["stateVersion"]
+    p.mode = _MODE_OUT[d["mode"]]
+    options_into(options, p.options)
+    p.seats.extend(d["seats"])
+    p.hand_size = d["handSize"]
+    p.lives = d["lives"]
+    p.deck_size = d["deckSize"]
+    p.seed_commitment = d["seedCommitment"]
+
+
+def _hand_dealt(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.hand_dealt
+    p.player_id = d["player"]
+    p.round = d["round"]
+    add = p.cards.add
+    for card in d["cards"]:
+        _card_into(card, add())
+
+
+def _round_started(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.round_started
+    p.round = d["round"]
+    p.starter = d["starter"]
+    p.total = d["total"]
+    p.reason = _ROUND_REASON_OUT[d["reason"]]
+    add = p.hand_counts.add
+    for pid, count in d["handCounts"].items():
+        add(player_id=pid, count=count)
+    p.draw_pile_count = d["drawPileCount"]
+
+
+def _turn_started(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.turn_started
+    p.player_id = d["player"]
+    p.total = d["total"]
+    p.direction = _DIRECTION_OUT[d["direction"]]
+    p.turn_started_at_ms = d["turnStartedAt"]
+    p.deadline_ms = d["deadline"]
+
+
+def _card_played(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.card_played
+    p.player_id = d["player"]
+    _choice_into(d["cardId"], d["choice"], p.action)
+    p.face = d["face"]
+    p.kind = CARD_KIND_OUT[d["kind"]]
+    p.before = d["before"]
+    p.total = d["total"]
+    p.seq = d["seq"]
+
+
+def _direction_changed(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.direction_changed
+    p.player_id = d["player"]
+    p.direction = _DIRECTION_OUT[d["direction"]]
+
+
+def _card_drawn(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.card_drawn
+    p.player_id = d["player"]
+    card = d.get("card")
+    if card is not None:
+        _card_into(card, p.card)
+
+
+def _reshuffled(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.reshuffled
+    p.count = d["count"]
+    p.total = d["total"]
+
+
+def _life_lost(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.life_lost
+    p.player_id = d["player"]
+    p.left = d["left"]
+    p.on_board = d["onBoard"]
+    p.total = d["total"]
+
+
+def _eliminated(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.eliminated
+    p.player_id = d["player"]
+    p.round = d["round"]
+    p.hand_count = d["handCount"]
+    p.total = d["total"]
+    p.reason = _ELIMINATION_REASON_OUT[d["reason"]]
+    p.remaining = d["remaining"]
+
+
+def result_into(d: Mapping[str, Any], out: game_pb2.GameResult) -> None:
+    """A :class:`GameResult` in its dict form -> proto."""
+    add = out.ranking.add
+    for r in d["ranking"]:
+        entry = add(player_id=r["player"], rank=r["rank"], lives_lost=r["livesLost"])
+        if r["eliminatedAtRound"] is not None:
+            entry.eliminated_at_round = r["eliminatedAtRound"]
+    out.winner.extend(d["winner"])
+    out.summary = d["summary"]
+    out.summary_en = d["summaryEn"]
+    out.final_total = d["finalTotal"]
+
+
+def _game_finished(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.game_finished
+    result_into(d, p.result)
+    p.seed = int(d["seed"])
+
+
+_EVENT_WRITERS = {
+    "gameStarted": _game_started,
+    "handDealt": _hand_dealt,
+    "roundStarted": _round_started,
+    "turnStarted": _turn_started,
+    "cardPlayed": _card_played,
+    "directionChanged": _direction_changed,
+    "cardDrawn": _card_drawn,
+    "reshuffled": _reshuffled,
+    "lifeLost": _life_lost,
+    "eliminated": _eliminated,
+    "gameFinished": _game_finished,
+}
+EVENT_TYPES = frozenset(_EVENT_WRITERS)
+
+
+def events_into(events: Iterable[Event], out: Any, options: Options) -> None:
+    """Append ``events`` to the repeated ``Event`` field ``out`` (``options``: the game's)."""
+    add = out.add
+    for event in events:
+        ev = add(audience=_AUDIENCE_OUT[event.audience.value])
+        if event.player is not None:
+            ev.player_id = event.player
+        _EVENT_WRITERS[event.type](event.data, ev, options)
+
+
+# -- view ------------------------------------------------------------------------------------
+
+
+def _action_dict_into(action: Mapping[str, Any], out: game_pb2.Action) -> None:
+    _choice_into(action["cardId"], action, out)
+
+
+def view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko") -> None:
+    """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``."""
+    public_view_into(view, options, out)
+    private_view_into(view, options, out, lang)
+
+
+def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView) -> None:
+    """The fields of a :func:`public_view` dict (the same for every viewer, in any language)."""
+    out.state_version = view["stateVersion"]
+    out.mode = _MODE_OUT[view["mode"]]
+    options_into(options, out.options)
+    out.seq = view["seq"]
+    out.phase = _PHASE_OUT[Phase(view["phase"])]
+    out.round = view["round"]
+    out.total = view["total"]
+    out.direction = _DIRECTION_OUT[view["direction"]]
+    out.current = view["current"]
+    out.turn_started_at_ms = view["turnStartedAt"]
+    out.deadline_ms = view["deadline"]
+    add_player = out.players.add
+    for p in view["players"]:
+        entry = add_player(
+            id=p["id"],
+            name=p["name"],
+            seat=p["seat"],
+            hand_count=p["handCount"],
+            lives=p["lives"],
+            alive=p["alive"],
+            on_board=p["onBoard"],
+            lives_lost=p["livesLost"],
+        )
+        if p["eliminatedAtRound"] is not None:
+            entry.eliminated_at_round = p["eliminatedAtRound"]
+    out.elimination_order.extend(view["eliminationOrder"])
+    out.draw_pile_count = view["drawPileCount"]
+    out.discard_count = view["discardCount"]
+    _records_into(view["recentPlays"], out.recent_plays)
+    out.seed_commitment = view["seedCommitment"]
+    if "seed" in view:
+        out.seed = int(view["seed"])
+    if "result" in view:
+        result_into(view["result"], out.result)
+
+
+def private_view_into(
+    view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko"
+) -> None:
+    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays."""
+    if view.get("viewer"):
+        out.viewer_id = view["viewer"]
+    for card in view.get("hand", ()):
+        entry_card = out.hand.add(playable=card["playable"])
+        _card_into(card["card"], entry_card.card)
+        for c in card["choices"]:
+            choice = entry_card.choices.add(result_total=c["result"], legal=c["legal"])
+            _action_dict_into(c["action"], choice.action)
+            if c["reason"]:
+                reason = Reason(c["reason"])
+                choice.reason = reason.value
+                choice.reason_message = reason_message(reason, _reason_facts(options, card["card"]), lang)
+        joker = card.get("jokerRange")
+        if joker is not None:
+            entry_card.joker_min = joker["min"]
+            entry_card.joker_max = joker["max"]
+    out.my_turn = bool(view.get("myTurn", False))
+    for play in view.get("legalPlays", ()):
+        legal = out.legal_plays.add(result_total=play["result"])
+        _action_dict_into(play["action"], legal.action)
+
+
+def _reason_facts(options: Options, card: Mapping[str, Any]) -> dict[str, str]:
+    lo, hi = options.joker_bounds()
+    return {"cardId": card["id"], "ace_high": str(options.ace_high), "min": str(lo), "max": str(hi)}

@@ -1,0 +1,83 @@
+"""The engine's refusals as service errors: the rule-reason → status table and its conversions.
+
+Rule refusals from the engine become :class:`~ninetynine.common.errors.ServiceError` through
+:func:`from_rule_error`, which uses the single mapping table :data:`REASON_STATUS` (documented in
+docs/engine-api.md):
+
+=====================================================================  ======================
+reason                                                                 status code
+=====================================================================  ======================
+INVALID_OPTION, INVALID_PLAYER_COUNT, INVALID_PLAYER_ID, INVALID_STATE, INVALID_ARGUMENT
+SIGN_REQUIRED, ACE_VALUE_REQUIRED, ACE_VALUE_INVALID,
+JOKER_VALUE_REQUIRED, JOKER_OUT_OF_RANGE, DIR_REQUIRED,
+DIR_NOT_ALLOWED, CHOICE_NOT_ALLOWED
+OVER_99, BELOW_ZERO, NOT_YOUR_TURN, CARD_NOT_IN_HAND, GAME_FINISHED,   FAILED_PRECONDITION
+UNKNOWN_PLAYER, REPLAY_UNSUPPORTED
+STALE_STATE                                                            ABORTED
+=====================================================================  ======================
+
+A caller of the engine (or of a service that passes its refusals on) hands :func:`rule_texts` to
+:func:`ninetynine.common.errors.to_service_error`, so a rule reason gets both languages back from
+the rules' texts instead of the one the status message was sent in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import grpc
+
+from ninetynine.common.errors import ServiceError
+from ninetynine.engine.rules.errors import Reason, RuleError
+from ninetynine.engine.rules.errors import message as rule_message
+
+__all__ = ["ENGINE_DOMAIN", "REASON_STATUS", "from_rule_error", "rule_texts"]
+
+ENGINE_DOMAIN = "engine.ninetynine"
+
+_C = grpc.StatusCode
+REASON_STATUS: dict[Reason, grpc.StatusCode] = {
+    # The request is malformed whatever the game state.
+    Reason.INVALID_OPTION: _C.INVALID_ARGUMENT,
+    Reason.INVALID_PLAYER_COUNT: _C.INVALID_ARGUMENT,
+    Reason.INVALID_PLAYER_ID: _C.INVALID_ARGUMENT,
+    Reason.INVALID_STATE: _C.INVALID_ARGUMENT,
+    Reason.SIGN_REQUIRED: _C.INVALID_ARGUMENT,
+    Reason.ACE_VALUE_REQUIRED: _C.INVALID_ARGUMENT,
+    Reason.ACE_VALUE_INVALID: _C.INVALID_ARGUMENT,
+    Reason.JOKER_VALUE_REQUIRED: _C.INVALID_ARGUMENT,
+    Reason.JOKER_OUT_OF_RANGE: _C.INVALID_ARGUMENT,
+    Reason.DIR_REQUIRED: _C.INVALID_ARGUMENT,
+    Reason.DIR_NOT_ALLOWED: _C.INVALID_ARGUMENT,
+    Reason.CHOICE_NOT_ALLOWED: _C.INVALID_ARGUMENT,
+    # Well formed, but this game state refuses it.
+    Reason.OVER_99: _C.FAILED_PRECONDITION,
+    Reason.BELOW_ZERO: _C.FAILED_PRECONDITION,
+    Reason.NOT_YOUR_TURN: _C.FAILED_PRECONDITION,
+    Reason.CARD_NOT_IN_HAND: _C.FAILED_PRECONDITION,
+    Reason.GAME_FINISHED: _C.FAILED_PRECONDITION,
+    Reason.UNKNOWN_PLAYER: _C.FAILED_PRECONDITION,
+    Reason.REPLAY_UNSUPPORTED: _C.FAILED_PRECONDITION,
+    # The caller's view of the game is out of date: re-read and retry.
+    Reason.STALE_STATE: _C.ABORTED,
+}
+
+
+def from_rule_error(err: RuleError, domain: str = ENGINE_DOMAIN) -> ServiceError:
+    """Translate a rules-engine refusal into a :class:`ServiceError` using :data:`REASON_STATUS`."""
+    return ServiceError(
+        REASON_STATUS[err.reason],
+        err.reason.value,
+        domain,
+        metadata=err.meta,
+        message_ko=err.message("ko"),
+        message_en=err.message("en"),
+    )
+
+
+def rule_texts(reason: str, metadata: Mapping[str, str]) -> tuple[str, str] | None:
+    """The Korean and English texts of a rule ``reason`` with its ``metadata``; None for other reasons."""
+    if reason not in Reason.__members__:
+        return None
+    rule, meta = Reason(reason), dict(metadata)
+    return rule_message(rule, meta, "ko"), rule_message(rule, meta, "en")

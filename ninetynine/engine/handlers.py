@@ -1,0 +1,213 @@
+"""The engine's request handling, shared by the gRPC servicer and the in-process engine.
+
+:class:`EngineHandlers` turns one ``SetupRequest`` / ``ApplyRequest`` / ``ViewRequest`` /
+``TimeoutRequest`` into its response: convert the state (:mod:`ninetynine.engine.convert`), validate
+the request, run the pure rules, build the response. A rules refusal is raised as the
+:class:`~ninetynine.common.errors.ServiceError` the engine sends on the wire (reason, domain
+``engine.ninetynine``, shortened metadata, Korean and English texts), so
+:class:`ninetynine.engine.server.EngineServicer` (which aborts the RPC with it) and
+:class:`ninetynine.engine.local.LocalEngine` (which raises it to the session, as the gRPC client
+would) give the same answers from the same code.
+
+Rules-level counters (:class:`RulesMetrics`: refusals by reason, games set up and finished, moves
+applied) are counted here, wherever the rules run. Canonical-log fields (mode, seq, phase,
+player_id) are bound only when the handlers serve an RPC of their own: in-process they would
+overwrite the calling session RPC's fields.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
+from prometheus_client import CollectorRegistry, Counter
+
+from ninetynine.common.context import bind_rpc_fields
+from ninetynine.common.errors import Lang, ServiceError
+from ninetynine.engine import convert, rules
+from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error
+from ninetynine.engine.rules import GameState, Reason, RuleError
+from ninetynine.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
+from ninetynine.engine.v1 import engine_service_pb2 as pb
+from ninetynine.engine.v1 import state_pb2
+
+__all__ = ["MAX_DISPLAY_NAME", "MAX_METADATA_VALUE", "EngineHandlers", "RulesMetrics", "rules_metrics"]
+
+# ErrorInfo metadata and messages echo client input (ids, card ids): keep them short.
+MAX_METADATA_VALUE = 100
+MAX_DISPLAY_NAME = 64
+
+
+@dataclass(frozen=True)
+class RulesMetrics:
+    """What the rules did, counted wherever they run (engine process or in-process engine)."""
+
+    refusals: Counter
+    games_setup: Counter
+    games_finished: Counter
+    moves_applied: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None) -> RulesMetrics:
+        """Fresh counters on ``registry`` (``None``: counted but not exported)."""
+        return cls(
+            refusals=Counter(
+                "ninetynine_engine_refusals_total",
+                "Requests the engine refused, by reason code.",
+                ("reason",),
+                registry=registry,
+            ),
+            games_setup=Counter(
+                "ninetynine_engine_games_setup_total", "Games set up, by mode.", ("mode",), registry=registry
+            ),
+            games_finished=Counter(
+                "ninetynine_engine_games_finished_total",
+                "Games that reached the finished phase, by mode.",
+                ("mode",),
+                registry=registry,
+            ),
+            moves_applied=Counter(
+                "ninetynine_engine_moves_applied_total",
+                "Plays applied, by mode and source (player = Apply, timeout = Timeout).",
+                ("mode", "source"),
+                registry=registry,
+            ),
+        )
+
+
+_REGISTERED: WeakKeyDictionary[CollectorRegistry, RulesMetrics] = WeakKeyDictionary()
+
+
+def rules_metrics(registry: CollectorRegistry) -> RulesMetrics:
+    """The rules counters of ``registry``, created on first use.
+
+    One set per registry: an engine server and an in-process engine in the same process (tests,
+    a future combined binary) count into the same series instead of failing as duplicates.
+    """
+    metrics = _REGISTERED.get(registry)
+    if metrics is None:
+        metrics = _REGISTERED[registry] = RulesMetrics.create(registry)
+    return metrics
+
+
+def _now_ms(requested: int) -> int:
+    """The request's clock for the next turn (0 or negative: the engine's)."""
+    if requested > MAX_TURN_START_MS:
+        # Its deadline would not fit the events' int64 (nor a JSON client's MillisEpoch).
+        raise RuleError(Reason.INVALID_STATE, detail=f"nowMs after {MAX_TURN_START_MS}")
+    return requested if requested > 0 else time.time_ns() // 1_000_000
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= MAX_METADATA_VALUE else value[: MAX_METADATA_VALUE - 1] + "…"
+
+
+def _no_fields(**_fields: object) -> None:
+    return None
+
+
+class EngineHandlers:
+    """Setup / Apply / View / Timeout as plain calls: request message in, response out.
+
+    Refusals raise :class:`ServiceError`. ``log_fields`` binds mode, seq, phase and player_id to
+    the current RPC's canonical line (the engine server); leave it off in-process.
+    """
+
+    def __init__(self, metrics: RulesMetrics, *, log_fields: bool = True) -> None:
+        self.metrics = metrics
+        self._bind: Callable[..., None] = bind_rpc_fields if log_fields else _no_fields
+
+    def refusal(self, err: RuleError) -> ServiceError:
+        """The service error for a rules refusal (counted by reason)."""
+        self.metrics.refusals.labels(err.reason.value).inc()
+        short = RuleError(err.reason, **{k: _short(v) for k, v in err.meta.items()})
+        return from_rule_error(short, ENGINE_DOMAIN)
+
+    def _state(self, msg: state_pb2.State) -> GameState:
+        state = convert.state_from_proto(msg)
+        self._bind(mode=state.options.mode, seq=state.seq)
+        return state
+
+    def _played(self, before: GameState, after: GameState, source: str) -> None:
+        mode = after.options.mode
+        self.metrics.moves_applied.labels(mode, source).inc()
+        if after.finished and not before.finished:
+            self.metrics.games_finished.labels(mode).inc()
+        self._bind(seq=after.seq, phase=after.phase.value)
+
+    def setup(self, request: pb.SetupRequest) -> pb.SetupResponse:
+        try:
+            options = convert.options_from_proto(request.options)
+            self._bind(mode=options.mode, seq=0)
+            player_ids = list(request.player_ids)
+            names = dict(request.display_names)
+            # A map's order differs between processes: check in id order, so the refusal names the
+            # same player however the request is read.
+            for pid, name in sorted(names.items()):
+                if pid not in player_ids:
+                    raise RuleError(
+                        Reason.INVALID_PLAYER_ID, detail=f"display name for unknown player {pid!r}"[:80]
+                    )
+                if len(name) > MAX_DISPLAY_NAME or not name.isprintable():
+                    raise RuleError(Reason.INVALID_PLAYER_ID, detail=f"display name of {pid!r}"[:80])
+            seed = request.seed if request.HasField("seed") else secrets.randbits(64)
+            state, events = rules.setup(
+                player_ids, options, seed=seed, now_ms=_now_ms(request.now_ms), names=names
+            )
+        except RuleError as err:
+            raise self.refusal(err) from None
+        response = pb.SetupResponse(seed_commitment=state.seed_commitment)
+        convert.state_into(state, response.state)
+        convert.events_into(events, response.events, options)
+        self.metrics.games_setup.labels(options.mode).inc()
+        return response
+
+    def apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
+        try:
+            state = self._state(request.state)
+            check_room_for_a_move(state)
+            action = convert.action_from_proto(request.action)
+            expected = request.expected_seq if request.HasField("expected_seq") else None
+            new_state, events = rules.apply(
+                state, request.player_id, action, now_ms=_now_ms(request.now_ms), expected_seq=expected
+            )
+        except RuleError as err:
+            raise self.refusal(err) from None
+        self._played(state, new_state, "player")
+        response = pb.ApplyResponse()
+        convert.state_into(new_state, response.state)
+        convert.events_into(events, response.events, new_state.options)
+        return response
+
+    def view(self, request: pb.ViewRequest, lang: Lang) -> pb.ViewResponse:
+        """What ``request.viewer_id`` may see, its texts in ``lang``."""
+        try:
+            state = self._state(request.state)
+            view = rules.player_view(state, request.viewer_id or None)
+        except RuleError as err:
+            raise self.refusal(err) from None
+        response = pb.ViewResponse()
+        convert.view_into(view, state.options, response.view, lang)
+        return response
+
+    def timeout(self, request: pb.TimeoutRequest) -> pb.TimeoutResponse:
+        try:
+            state = self._state(request.state)
+            if request.HasField("expected_seq") and request.expected_seq != state.seq:
+                raise RuleError(Reason.STALE_STATE, expectedSeq=request.expected_seq, seq=state.seq)
+            check_room_for_a_move(state)
+            action = rules.timeout_action(state)
+            player = state.current
+            new_state, events = rules.apply(state, player, action, now_ms=_now_ms(request.now_ms))
+        except RuleError as err:
+            raise self.refusal(err) from None
+        self._played(state, new_state, "timeout")
+        self._bind(player_id=player)
+        response = pb.TimeoutResponse(player_id=player)
+        convert.action_into(action, response.action)
+        convert.state_into(new_state, response.state)
+        convert.events_into(events, response.events, new_state.options)
+        return response

@@ -1,0 +1,191 @@
+"""The engine gRPC service: the stateless rules engine behind ``ninetynine.engine.v1.EngineService``.
+
+Every call carries the whole game state; the engine converts it (:mod:`ninetynine.engine.convert`),
+validates it, runs the pure rules and sends the new state and the ordered events back. It keeps
+nothing between calls, so any number of replicas can serve any game. The request handling itself
+is :class:`ninetynine.engine.handlers.EngineHandlers`, which the session's in-process engine
+(``--engine local``, :mod:`ninetynine.engine.local`) runs too: this module adds the transport.
+
+Errors: every refusal is a :class:`~ninetynine.common.errors.ServiceError` built from the rules'
+reason through the one table ``ninetynine.engine.errors.REASON_STATUS`` (INVALID_ARGUMENT,
+FAILED_PRECONDITION, ABORTED/STALE_STATE), with exactly one ``ErrorInfo`` in domain
+``engine.ninetynine`` and a Korean (default) or English message. A request whose bytes do not
+even parse is refused with INVALID_ARGUMENT / ``MALFORMED_REQUEST`` instead of grpc's INTERNAL.
+
+Run it with ``ninety-nine engine --port 50051 --metrics-port 9101``. It listens on 127.0.0.1 unless
+``--host`` says otherwise and takes no credential: other teams' backends call it directly, so
+where it is reachable from is decided by the listen address and, in Kubernetes, the NetworkPolicy
+of deploy/ (docs/operations.md#network-exposure).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import grpc
+import grpc.aio
+from prometheus_client import REGISTRY, CollectorRegistry, Histogram
+
+from ninetynine.common.errors import lang_from_metadata
+from ninetynine.common.grpcserver import HealthServicer, create_server, serve
+from ninetynine.common.interceptors import CanonicalLogInterceptor
+
+# Re-exported: the engine's error table (docs/engine-api.md, its tests) lists MALFORMED_REQUEST.
+from ninetynine.common.lenient import MALFORMED_REQUEST as MALFORMED_REQUEST
+from ninetynine.common.lenient import MALFORMED_REQUEST_TEXTS as MALFORMED_REQUEST_TEXTS
+from ninetynine.common.lenient import lenient_handler
+from ninetynine.common.logging import get_logger
+from ninetynine.common.metrics import histogram, start_metrics_server
+from ninetynine.common.runner import add_service_flags, run_service
+from ninetynine.engine.errors import ENGINE_DOMAIN
+from ninetynine.engine.handlers import EngineHandlers, RulesMetrics, rules_metrics
+from ninetynine.engine.v1 import engine_service_pb2 as pb
+from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
+
+ENGINE_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
+
+# The engine answers in tens to hundreds of microseconds: start the buckets well below 1 ms.
+ENGINE_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.1,
+    0.5,
+    1.0,
+)
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineMetrics(RulesMetrics):
+    """The engine's Prometheus metrics: the rules counters plus the RPC latency histogram."""
+
+    rpc_duration: Histogram
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = REGISTRY) -> EngineMetrics:
+        rules_counters = RulesMetrics.create(None) if registry is None else rules_metrics(registry)
+        return cls(
+            refusals=rules_counters.refusals,
+            games_setup=rules_counters.games_setup,
+            games_finished=rules_counters.games_finished,
+            moves_applied=rules_counters.moves_applied,
+            rpc_duration=histogram(
+                "ninetynine_engine_rpc_duration_seconds",
+                "Latency of engine RPCs by method, status code and game mode.",
+                ("method", "code", "mode"),
+                registry=registry,
+                buckets=ENGINE_LATENCY_BUCKETS,
+            ),
+        )
+
+
+@cache
+def default_metrics() -> EngineMetrics:
+    """The process-wide metrics on the default registry (created once, however many servers)."""
+    return EngineMetrics.create(REGISTRY)
+
+
+class EngineServicer(pb_grpc.EngineServiceServicer):
+    """Setup / Apply / View / Timeout over the pure rules engine (:class:`EngineHandlers` does the work).
+
+    A refusal leaves a handler as a :class:`~ninetynine.common.errors.ServiceError`; the
+    :class:`CanonicalLogInterceptor` aborts the RPC with it (status, one ErrorInfo, text in the
+    caller's language).
+    """
+
+    def __init__(self, metrics: EngineMetrics | None = None) -> None:
+        self.metrics = metrics or default_metrics()
+        self.handlers = EngineHandlers(self.metrics, log_fields=True)
+
+    async def Setup(
+        self, request: pb.SetupRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SetupResponse:
+        return self.handlers.setup(request)
+
+    async def Apply(
+        self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ApplyResponse:
+        return self.handlers.apply(request)
+
+    async def View(
+        self, request: pb.ViewRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ViewResponse:
+        return self.handlers.view(request, lang_from_metadata(context.invocation_metadata()))
+
+    async def Timeout(
+        self, request: pb.TimeoutRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.TimeoutResponse:
+        return self.handlers.timeout(request)
+
+
+# -- wiring ------------------------------------------------------------------------------------
+
+
+def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]:
+    """The EngineService method table, with request parsing that never fails as INTERNAL."""
+    return lenient_handler(
+        pb.DESCRIPTOR.services_by_name["EngineService"],
+        servicer,
+        ENGINE_DOMAIN,
+        on_refusal=lambda reason: servicer.metrics.refusals.labels(reason).inc(),
+    )
+
+
+def create_engine_server(
+    address: str, *, metrics: EngineMetrics | None = None, reflection: bool = False
+) -> tuple[grpc.aio.Server, int, HealthServicer]:
+    """A ready-to-start engine server on ``address`` (port 0 picks one) with health (and reflection
+    when asked).
+
+    Returns ``(server, port, health)``; call inside the event loop that will run it.
+    """
+    metrics = metrics or default_metrics()
+    interceptor = CanonicalLogInterceptor("engine", metrics.rpc_duration, label_fields=("mode",))
+    server, port, health = create_server(
+        address, service_names=[ENGINE_SERVICE_NAME], interceptors=[interceptor], reflection=reflection
+    )
+    server.add_generic_rpc_handlers((engine_handler(EngineServicer(metrics)),))
+    return server, port, health
+
+
+async def serve_engine(args: argparse.Namespace) -> None:
+    """Run the engine until SIGTERM/SIGINT, then drain within ``args.grace`` seconds."""
+    metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
+    server, port, health = create_engine_server(f"{args.host}:{args.port}", reflection=args.reflection)
+    log.info(
+        "engine listening",
+        host=args.host,
+        port=port,
+        metrics_host=args.metrics_host,
+        metrics_port=metrics_port,
+        reflection=args.reflection,
+    )
+    await serve(server, health, grace=args.grace, service_names=[ENGINE_SERVICE_NAME])
+
+
+def run_command(args: argparse.Namespace) -> int:
+    return run_service("engine", lambda: serve_engine(args), log_level=args.log_level)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        "engine",
+        help="run the engine gRPC service",
+        description="Serve ninetynine.engine.v1.EngineService (stateless rules engine) with health, "
+        "optional reflection and Prometheus metrics. Every flag can also come from the environment.",
+    )
+    add_service_flags(parser, port=50051, metrics_port=9101, grace=5.0)
+    parser.set_defaults(handler=run_command)
+    return parser
