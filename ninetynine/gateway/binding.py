@@ -1,0 +1,168 @@
+"""Binding a connection to a room: create, join, spectate or resume, and leaving it again.
+
+A bound connection holds the room's token and follows the room's stream from the ``seq`` it was
+bound at (a resume's ``afterSeq``: the missed events come first). ``createRoom`` and ``resume``
+first pass the per-address budgets of :mod:`ninetynine.gateway.admission`; a resume's failed
+token counts against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import grpc
+
+from ninetynine.common.context import bind_rpc_fields
+from ninetynine.common.errors import ServiceError
+from ninetynine.gateway.convert import JsonId
+from ninetynine.gateway.outbox import Outgoing
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session.rooms import token_room
+from ninetynine.session.v1 import session_service_pb2 as spb
+
+if TYPE_CHECKING:
+    from ninetynine.gateway.connection import Connection
+
+__all__ = ["Binding", "bind", "leave"]
+
+
+@dataclass
+class Binding:
+    room_id: str
+    token: str
+    player_id: str
+    role: str
+    host: bool
+    # Set while this connection's own leaveRoom runs: the room stream that ends with it is no news.
+    leaving: bool = False
+
+
+async def bind(conn: Connection, kind: str, msg: gw.ClientMessage, reply_id: JsonId | None) -> None:
+    view: spb.GetViewResponse | None = None
+    after_seq: int
+    meta, timeout = conn.call_metadata(), conn.session_timeout
+    if kind == "createRoom":
+        refusal = conn.admission.create_room(conn.address) if conn.admission else None
+        if refusal is not None:
+            conn.send_refusal(refusal, reply_id)
+            return
+        c = msg.create_room
+        created = await conn.session.CreateRoom(
+            spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
+            metadata=meta,
+            timeout=timeout,
+        )
+        room, binding = (
+            created.room,
+            Binding(created.room.room_id, created.seat_token, created.player_id, "player", True),
+        )
+        after_seq = room.last_seq
+    elif kind == "joinRoom":
+        j = msg.join_room
+        joined = await conn.session.JoinRoom(
+            spb.JoinRoomRequest(room_id=j.room_id, name=j.name),
+            metadata=meta,
+            timeout=timeout,
+        )
+        room = joined.room
+        binding = Binding(
+            room.room_id,
+            joined.seat_token,
+            joined.player_id,
+            "player",
+            room.host_player_id == joined.player_id,
+        )
+        after_seq = room.last_seq
+    elif kind == "spectate":
+        watched = await conn.session.Spectate(
+            spb.SpectateRequest(room_id=msg.spectate.room_id),
+            metadata=meta,
+            timeout=timeout,
+        )
+        room = watched.room
+        binding = Binding(room.room_id, watched.spectator_token, "", "spectator", False)
+        after_seq = room.last_seq
+        if room.phase != spb.ROOM_PHASE_LOBBY:
+            view = await conn.session.GetView(
+                spb.GetViewRequest(token=binding.token), metadata=meta, timeout=timeout
+            )
+            after_seq = view.seq
+    else:
+        r = msg.resume
+        view = await _authenticate(conn, r.token, reply_id)
+        if view is None:
+            return
+        room = view.room
+        player_id = view.player_id  # whose token: the seat, or empty for a spectator (also in the lobby)
+        binding = Binding(
+            room.room_id,
+            r.token,
+            player_id,
+            "player" if player_id else "spectator",
+            bool(player_id) and room.host_player_id == player_id,
+        )
+        after_seq = r.after_seq
+        if view.HasField("view") and r.after_seq < view.seq:
+            view = None  # the missed events come first; the stream's view follows them
+    conn.binding = binding
+    bind_rpc_fields(room_id=binding.room_id, player_id=binding.player_id)
+    joined_msg = gw.Joined(
+        room_id=binding.room_id,
+        player_id=binding.player_id,
+        token=binding.token,
+        role=binding.role,
+        host=binding.host,
+    )
+    conn.reply(reply_id, joined=joined_msg)
+    follower = conn.follower
+    follower.send_room(room, None, force=True)
+    follower.last_seq = after_seq
+    if view is not None and view.HasField("view"):
+        follower.last_seq = max(follower.last_seq, view.seq)
+        conn.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=view.seq, view=view.view))))
+    follower.follow(binding)
+
+
+async def _authenticate(conn: Connection, token: str, reply_id: JsonId | None) -> spb.GetViewResponse | None:
+    """GetView for a resume, within the budgets of failed tokens (None: refused, error sent)."""
+    admission = conn.admission
+    if admission is None:
+        return await _get_view(conn, token)
+    try:
+        room_id: str | None = token_room(token)
+    except ServiceError:
+        room_id = None  # not even shaped like a token: counts against the address only
+    refusal = admission.may_authenticate(conn.address, room_id)
+    if refusal is not None:
+        conn.send_refusal(refusal, reply_id)
+        return None
+    try:
+        return await _get_view(conn, token)
+    except grpc.RpcError as exc:
+        if hasattr(exc, "code") and exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+            admission.authentication_failed(conn.address, room_id)
+        raise
+
+
+async def _get_view(conn: Connection, token: str) -> spb.GetViewResponse:
+    return await conn.session.GetView(
+        spb.GetViewRequest(token=token), metadata=conn.call_metadata(), timeout=conn.session_timeout
+    )
+
+
+async def leave(conn: Connection, reply_id: JsonId | None) -> None:
+    assert conn.binding is not None
+    binding = conn.binding
+    binding.leaving = True
+    try:
+        await conn.session.LeaveRoom(
+            spb.LeaveRoomRequest(token=binding.token),
+            metadata=conn.call_metadata(),
+            timeout=conn.session_timeout,
+        )
+    finally:
+        binding.leaving = False
+    await conn.follower.stop()
+    conn.unbind()
+    conn.reply(reply_id, left=gw.Left(room_id=binding.room_id))

@@ -1,0 +1,172 @@
+"""The room stream of a bound connection: follow the room, push its events, rooms and views.
+
+The stream runs over the gateway's shared SubscribeMany calls (:mod:`ninetynine.gateway.relay`).
+When it breaks it is taken up again after the highest ``seq`` delivered, so the client sees each
+event once; a room update goes out only when the room changed (its seq and deadline aside). A
+refusal that will not change on retry (the token was given up, the room is gone...) is sent to the
+client and ends the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+import grpc
+
+from ninetynine.common.errors import to_service_error
+from ninetynine.common.logging import get_logger
+from ninetynine.engine.errors import rule_texts
+from ninetynine.gateway.binding import Binding
+from ninetynine.gateway.convert import JsonId
+from ninetynine.gateway.outbox import Outgoing
+from ninetynine.gateway.tasks import reap
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session.v1 import session_service_pb2 as spb
+
+if TYPE_CHECKING:
+    from ninetynine.gateway.connection import Connection
+
+__all__ = ["RoomFollower"]
+
+log = get_logger("gateway.messages")
+
+# Refusals after which a subscription is not retried.
+_FINAL_SUBSCRIBE_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
+)
+
+
+class RoomFollower:
+    """One connection's room stream and what it remembers of it."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.pump: asyncio.Task[None] | None = None
+        # The room stream's state: highest seq delivered, last room sent, bots, pending timeouts.
+        self.last_seq = 0
+        self._last_room: spb.Room | None = None
+        self._bots: set[str] = set()
+        self._timed_out: set[str] = set()
+        self._finished = False
+
+    def follow(self, binding: Binding) -> None:
+        """Follow ``binding``'s room from :attr:`last_seq` on."""
+        self.pump = asyncio.create_task(self._pump_room(binding))
+
+    async def stop(self) -> None:
+        """End the stream (the connection left its room)."""
+        if self.pump is not None:
+            self.pump.cancel()
+            await reap(self.pump)
+
+    def forget(self) -> None:
+        """The connection is in no room any more: the next binding starts afresh."""
+        self.pump = None
+        self._last_room = None
+        self.last_seq = 0
+
+    def send_room(self, room: spb.Room, reply_id: JsonId | None, *, force: bool = False) -> None:
+        comparable = spb.Room()
+        comparable.CopyFrom(room)
+        comparable.last_seq = 0
+        comparable.deadline_ms = 0
+        self._bots = {s.player_id for s in room.seats if s.bot}
+        if room.phase == spb.ROOM_PHASE_FINISHED:
+            self._finished = True
+        if not force and comparable == self._last_room:
+            return
+        self._last_room = comparable
+        self.conn.deliver(Outgoing(gw.ServerMessage(room=gw.RoomUpdate(room=room)), reply_id))
+
+    async def _pump_room(self, binding: Binding) -> None:
+        """Follow the room over the shared calls, resubscribing after ``last_seq`` when the stream breaks."""
+        conn = self.conn
+        backoff = 0.2
+        while not conn.closing and conn.binding is binding:
+            try:
+                request = spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True)
+                # Closed when this task ends, not when the garbage collector gets to it: the session
+                # marks the seat disconnected once its subscription is gone.
+                async with contextlib.aclosing(conn.relay.subscribe(request, conn.lang)) as stream:
+                    async for item in stream:
+                        await self._on_stream_item(binding, item)
+                        backoff = 0.2
+                if self._finished:
+                    return
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+                if code in _FINAL_SUBSCRIBE_CODES:
+                    if binding.leaving:
+                        return  # this connection's own leaveRoom: `left` answers it
+                    err = to_service_error(exc, default_domain="gateway.ninetynine", texts=rule_texts)
+                    conn.send_service_error(err, None)
+                    if err.reason == "INVALID_TOKEN" and conn.binding is binding:
+                        # The seat was given up (on another connection): this one is no longer in
+                        # the room and may bind again.
+                        conn.unbind()
+                    return
+                log.info(
+                    "subscribe broken; retrying",
+                    room_id=binding.room_id,
+                    code=code.name,
+                    after_seq=self.last_seq,
+                )
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
+        which = item.WhichOneof("item")
+        if which == "batch":
+            for ev in item.batch.events:
+                self._on_event(ev)
+            if item.batch.HasField("view"):
+                await self._on_view(binding, item.batch.view)
+        elif which == "event":
+            self._on_event(item.event)
+        elif which == "view":
+            await self._on_view(binding, item.view)
+        elif which == "snapshot":
+            self.last_seq = max(self.last_seq, item.snapshot.seq)
+            self.conn.deliver(Outgoing(gw.ServerMessage(snapshot=item.snapshot)))
+
+    def _on_event(self, ev: spb.RoomEvent) -> None:
+        if ev.seq <= self.last_seq:
+            return  # already delivered before a resubscribe
+        self.last_seq = ev.seq
+        kind = ev.WhichOneof("kind")
+        if kind == "game":
+            source = ""
+            payload = ev.game.WhichOneof("payload")
+            if payload == "card_played":
+                pid = ev.game.card_played.player_id
+                source = "timeout" if pid in self._timed_out else "bot" if pid in self._bots else "player"
+                self._timed_out.discard(pid)
+            elif payload == "game_finished":
+                self._finished = True
+            self.conn.deliver(
+                Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=source)))
+            )
+        elif kind == "timeout_applied":
+            self._timed_out.add(ev.timeout_applied.player_id)
+
+    async def _on_view(self, binding: Binding, update: spb.ViewUpdate) -> None:
+        conn = self.conn
+        if update.HasField("room"):
+            self.send_room(update.room, None)
+        else:
+            room = await conn.session.GetRoom(
+                spb.GetRoomRequest(room_id=binding.room_id),
+                metadata=conn.call_metadata(),
+                timeout=conn.session_timeout,
+            )
+            self.send_room(room.room, None)
+        if update.HasField("view"):
+            conn.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))

@@ -1,0 +1,115 @@
+"""A connection's outbox: the bounded queue of server messages and the one task that writes them.
+
+Direct replies and the pushed room stream share the queue, so they keep their order; everything
+queued while a write was under way goes out in the next one (a move is several events, the room
+and the view: one socket write instead of one per message). A full queue is the caller's sign of a
+slow client; a failed write ends the writer and tells the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import grpc
+
+from ninetynine.common.logging import get_logger
+from ninetynine.gateway.convert import JsonId
+from ninetynine.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+
+__all__ = ["WRITE_BATCH_MAX", "Outbox", "Outgoing", "Transport"]
+
+log = get_logger("gateway.messages")
+
+# At most this many queued messages go out in one transport write.
+WRITE_BATCH_MAX = 64
+
+
+class Transport(Protocol):
+    """What a connection needs from its transport."""
+
+    protocol: str
+
+    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None: ...
+
+    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
+        """Send several messages in order, as one write where the transport can."""
+        ...
+
+    async def close(self, code: int) -> None: ...
+
+
+@dataclass
+class Outgoing:
+    msg: gw.ServerMessage
+    reply_id: JsonId | None = None
+    # Monotonic time the play arrived (for the mover's 'played': the move latency metric).
+    play_received: float | None = None
+
+
+class Outbox:
+    """The queue of one connection's server messages and its writer task."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        metrics: GatewayMetrics,
+        clock: Callable[[], float],
+        size: int,
+        on_broken: Callable[[], None],
+    ) -> None:
+        self.transport = transport
+        self.metrics = metrics
+        self.clock = clock
+        # Called once when a write fails: the socket is gone, nothing more can be sent.
+        self.on_broken = on_broken
+        self.writer: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=size)
+
+    def start(self) -> None:
+        """Start the writer (inside the event loop)."""
+        self.writer = asyncio.create_task(self._write_loop())
+
+    def put(self, out: Outgoing) -> bool:
+        """Queue ``out``; False when the queue is full."""
+        try:
+            self._queue.put_nowait(out)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    def drop_backlog(self) -> None:
+        while not self._queue.empty():
+            self._queue.get_nowait()
+
+    async def send_now(self, out: Outgoing) -> None:
+        """Write ``out`` at once, past the queue (the goodbye once the writer is stopped)."""
+        await self._send_batch([out])
+
+    async def _send_batch(self, batch: list[Outgoing]) -> None:
+        if len(batch) == 1:
+            await self.transport.send(batch[0].msg, batch[0].reply_id)
+        else:
+            await self.transport.send_many([(out.msg, out.reply_id) for out in batch])
+        for out in batch:
+            kind = out.msg.WhichOneof("kind") or ""
+            self.metrics.messages.labels("out", kind).inc()
+            if out.play_received is not None and kind == "played":
+                self.metrics.move_duration.labels(self.transport.protocol).observe(
+                    self.clock() - out.play_received
+                )
+
+    async def _write_loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < WRITE_BATCH_MAX and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._send_batch(batch)
+            except (ConnectionError, OSError, RuntimeError, grpc.RpcError) as exc:
+                log.info("send failed; closing", protocol=self.transport.protocol, error=str(exc))
+                self.on_broken()
+                return
