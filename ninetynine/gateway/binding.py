@@ -24,7 +24,7 @@ from ninetynine.session.v1 import session_service_pb2 as spb
 if TYPE_CHECKING:
     from ninetynine.gateway.connection import Connection
 
-__all__ = ["Binding", "bind", "leave"]
+__all__ = ["Binding", "create_room", "join_room", "leave", "resume", "spectate"]
 
 
 @dataclass
@@ -38,73 +38,80 @@ class Binding:
     leaving: bool = False
 
 
-async def bind(conn: Connection, kind: str, msg: gw.ClientMessage, reply_id: JsonId | None) -> None:
-    view: spb.GetViewResponse | None = None
-    after_seq: int
+async def create_room(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    refusal = conn.admission.create_room(conn.address) if conn.admission else None
+    if refusal is not None:
+        conn.send_refusal(refusal, reply_id)
+        return
+    c = msg.create_room
+    created = await conn.session.CreateRoom(
+        spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
+        metadata=conn.call_metadata(),
+        timeout=conn.session_timeout,
+    )
+    room = created.room
+    binding = Binding(room.room_id, created.seat_token, created.player_id, "player", True)
+    _bound(conn, binding, room, room.last_seq, None, reply_id)
+
+
+async def join_room(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    j = msg.join_room
+    joined = await conn.session.JoinRoom(
+        spb.JoinRoomRequest(room_id=j.room_id, name=j.name),
+        metadata=conn.call_metadata(),
+        timeout=conn.session_timeout,
+    )
+    room = joined.room
+    host = room.host_player_id == joined.player_id
+    binding = Binding(room.room_id, joined.seat_token, joined.player_id, "player", host)
+    _bound(conn, binding, room, room.last_seq, None, reply_id)
+
+
+async def spectate(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
     meta, timeout = conn.call_metadata(), conn.session_timeout
-    if kind == "createRoom":
-        refusal = conn.admission.create_room(conn.address) if conn.admission else None
-        if refusal is not None:
-            conn.send_refusal(refusal, reply_id)
-            return
-        c = msg.create_room
-        created = await conn.session.CreateRoom(
-            spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
-            metadata=meta,
-            timeout=timeout,
+    watched = await conn.session.Spectate(
+        spb.SpectateRequest(room_id=msg.spectate.room_id), metadata=meta, timeout=timeout
+    )
+    room = watched.room
+    binding = Binding(room.room_id, watched.spectator_token, "", "spectator", False)
+    view: spb.GetViewResponse | None = None
+    after_seq = room.last_seq
+    if room.phase != spb.ROOM_PHASE_LOBBY:
+        view = await conn.session.GetView(
+            spb.GetViewRequest(token=binding.token), metadata=meta, timeout=timeout
         )
-        room, binding = (
-            created.room,
-            Binding(created.room.room_id, created.seat_token, created.player_id, "player", True),
-        )
-        after_seq = room.last_seq
-    elif kind == "joinRoom":
-        j = msg.join_room
-        joined = await conn.session.JoinRoom(
-            spb.JoinRoomRequest(room_id=j.room_id, name=j.name),
-            metadata=meta,
-            timeout=timeout,
-        )
-        room = joined.room
-        binding = Binding(
-            room.room_id,
-            joined.seat_token,
-            joined.player_id,
-            "player",
-            room.host_player_id == joined.player_id,
-        )
-        after_seq = room.last_seq
-    elif kind == "spectate":
-        watched = await conn.session.Spectate(
-            spb.SpectateRequest(room_id=msg.spectate.room_id),
-            metadata=meta,
-            timeout=timeout,
-        )
-        room = watched.room
-        binding = Binding(room.room_id, watched.spectator_token, "", "spectator", False)
-        after_seq = room.last_seq
-        if room.phase != spb.ROOM_PHASE_LOBBY:
-            view = await conn.session.GetView(
-                spb.GetViewRequest(token=binding.token), metadata=meta, timeout=timeout
-            )
-            after_seq = view.seq
-    else:
-        r = msg.resume
-        view = await _authenticate(conn, r.token, reply_id)
-        if view is None:
-            return
-        room = view.room
-        player_id = view.player_id  # whose token: the seat, or empty for a spectator (also in the lobby)
-        binding = Binding(
-            room.room_id,
-            r.token,
-            player_id,
-            "player" if player_id else "spectator",
-            bool(player_id) and room.host_player_id == player_id,
-        )
-        after_seq = r.after_seq
-        if view.HasField("view") and r.after_seq < view.seq:
-            view = None  # the missed events come first; the stream's view follows them
+        after_seq = view.seq
+    _bound(conn, binding, room, after_seq, view, reply_id)
+
+
+async def resume(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    r = msg.resume
+    view = await _authenticate(conn, r.token, reply_id)
+    if view is None:
+        return
+    room = view.room
+    player_id = view.player_id  # whose token: the seat, or empty for a spectator (also in the lobby)
+    binding = Binding(
+        room.room_id,
+        r.token,
+        player_id,
+        "player" if player_id else "spectator",
+        bool(player_id) and room.host_player_id == player_id,
+    )
+    # With events missed, they come first; the stream's view follows them.
+    missed = view.HasField("view") and r.after_seq < view.seq
+    _bound(conn, binding, room, r.after_seq, None if missed else view, reply_id)
+
+
+def _bound(
+    conn: Connection,
+    binding: Binding,
+    room: spb.Room,
+    after_seq: int,
+    view: spb.GetViewResponse | None,
+    reply_id: JsonId | None,
+) -> None:
+    """Answer ``joined``, send the room (and the view when there is one) and follow the room."""
     conn.binding = binding
     bind_rpc_fields(room_id=binding.room_id, player_id=binding.player_id)
     joined_msg = gw.Joined(
@@ -151,7 +158,7 @@ async def _get_view(conn: Connection, token: str) -> spb.GetViewResponse:
     )
 
 
-async def leave(conn: Connection, reply_id: JsonId | None) -> None:
+async def leave(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
     assert conn.binding is not None
     binding = conn.binding
     binding.leaving = True

@@ -33,9 +33,9 @@ from ninetynine.engine.rules import Reason
 from ninetynine.engine.rules.errors import message as rule_message
 from ninetynine.gateway.admission import Admission, Refusal
 from ninetynine.gateway.binding import Binding
-from ninetynine.gateway.convert import CLIENT_TYPE_OF_FIELD, JsonId
+from ninetynine.gateway.convert import JsonId
 from ninetynine.gateway.follower import RoomFollower
-from ninetynine.gateway.handlers import dispatch
+from ninetynine.gateway.handlers import HANDLER_OF_FIELD, dispatch
 from ninetynine.gateway.limits import AbuseMeter, Limits, TokenBucket
 from ninetynine.gateway.metrics import GatewayMetrics
 from ninetynine.gateway.outbox import Outbox, Outgoing, Transport
@@ -311,8 +311,13 @@ class Connection:
                         )
                     )
             else:
-                kind = CLIENT_TYPE_OF_FIELD.get(msg.WhichOneof("kind") or "", "invalid")
-                await dispatch(self, kind, msg, reply_id, now)
+                field = msg.WhichOneof("kind") or ""
+                handler = HANDLER_OF_FIELD.get(field)
+                if handler is None:  # a parser passed a message naming no type; none of ours does
+                    self.send_error("UNKNOWN_TYPE", reply_id, {"type": field})
+                else:
+                    kind = handler.type
+                    await dispatch(self, handler, msg, reply_id, now)
             self.metrics.messages.labels("in", kind).inc()
             binding = self.binding
             line: dict[str, object] = {

@@ -1,7 +1,8 @@
 """Parsing client frames and the gateway's own refusals (docs/client-protocol.md §1, §5 errors).
 
 A frame becomes a ``ClientMessage`` only after it passed the JSON Schema
-(``ninetynine/gateway/schema/client-protocol.schema.json``) for its ``type``; everything else
+(``ninetynine/gateway/schema/client-protocol.schema.json``) definition its ``type``'s handler names
+(:data:`ninetynine.gateway.handlers.HANDLERS`); everything else
 becomes a :class:`ProtocolError` with a stable reason, a Korean and an English text, and the
 facts in ``metadata``. Nothing in here raises anything else on client input.
 
@@ -27,12 +28,12 @@ import jsonschema
 
 from ninetynine.common.errors import Lang
 from ninetynine.engine.rules import RuleError
-from ninetynine.gateway.convert import CLIENT_TYPES, JsonId, client_from_json
+from ninetynine.gateway.convert import JsonId, client_from_json
+from ninetynine.gateway.handlers import HANDLERS
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
 __all__ = [
     "GATEWAY_TEXTS",
-    "PROTOCOL_VERSION",
     "SCHEMA_PATH",
     "ProtocolError",
     "client_validator",
@@ -45,7 +46,6 @@ __all__ = [
     "short_detail",
 ]
 
-PROTOCOL_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "client-protocol.schema.json"
 
 # reason -> (ko, en); "{limit}" and the like are filled from the error's metadata.
@@ -260,9 +260,10 @@ def parse_text(text: str) -> tuple[gw.ClientMessage, JsonId | None]:
     kind = raw.get("type")
     if not isinstance(kind, str):
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "missing string field 'type'"}, reply_id)
-    if kind not in CLIENT_TYPES:
+    handler = HANDLERS.get(kind)
+    if handler is None:
         raise ProtocolError("UNKNOWN_TYPE", {"type": short_detail(kind)}, reply_id)
-    error = _schema_error(kind, raw)
+    error = _schema_error(handler.schema, raw)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
         raise ProtocolError(

@@ -67,6 +67,7 @@ from ninetynine.gateway.edge import (
     parse_origins,
 )
 from ninetynine.gateway.encoding import SharedServerText
+from ninetynine.gateway.handlers import HANDLER_OF_FIELD
 from ninetynine.gateway.limits import Limits
 from ninetynine.gateway.metrics import GatewayMetrics
 from ninetynine.gateway.protocol import ProtocolError, parse_text, short_detail
@@ -208,10 +209,12 @@ def _socket_of(request: web.Request) -> Socket | None:
 def _parse_grpc(request: gw.ConnectRequest) -> tuple[gw.ClientMessage, JsonId | None]:
     msg = request.message
     reply_id: JsonId | None = msg.id if 1 <= len(msg.id) <= 64 else None
-    if msg.WhichOneof("kind") is None:
+    handler = HANDLER_OF_FIELD.get(msg.WhichOneof("kind") or "")
+    if handler is None:
         raise ProtocolError("MALFORMED_MESSAGE", {"detail": "the message names no kind"}, reply_id)
-    if msg.WhichOneof("kind") == "play" and msg.play.client_seq < 1:
-        raise ProtocolError("MALFORMED_MESSAGE", {"detail": "play.client_seq must be >= 1"}, reply_id)
+    detail = handler.check(msg) if handler.check is not None else None
+    if detail is not None:
+        raise ProtocolError("MALFORMED_MESSAGE", {"detail": detail}, reply_id)
     return msg, reply_id
 
 
