@@ -28,6 +28,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from ninetynine.common.errors import ServiceError
+from ninetynine.common.reasons import SERVICE_TEXTS
 
 __all__ = [
     "MALFORMED_REQUEST",
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 MALFORMED_REQUEST = "MALFORMED_REQUEST"
-MALFORMED_REQUEST_TEXTS = ("요청을 해석할 수 없어요", "The request could not be parsed")
+MALFORMED_REQUEST_TEXTS = SERVICE_TEXTS[MALFORMED_REQUEST]
 MAX_DETAIL = 100  # the parser's message goes into ErrorInfo metadata: keep it short
 
 Context = grpc.aio.ServicerContext[Any, Any]

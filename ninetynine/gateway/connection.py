@@ -29,6 +29,7 @@ import grpc
 from ninetynine.common.context import bind_rpc_fields, new_request_id, request_scope
 from ninetynine.common.errors import Lang, ServiceError
 from ninetynine.common.logging import get_logger
+from ninetynine.common.reasons import SERVICE_TEXTS, service_text
 from ninetynine.engine.rules import Reason
 from ninetynine.engine.rules.errors import message as rule_message
 from ninetynine.gateway.admission import Admission, Refusal
@@ -39,7 +40,7 @@ from ninetynine.gateway.handlers import HANDLER_OF_FIELD, dispatch
 from ninetynine.gateway.limits import AbuseMeter, Limits, TokenBucket
 from ninetynine.gateway.metrics import GatewayMetrics
 from ninetynine.gateway.outbox import Outbox, Outgoing, Transport
-from ninetynine.gateway.protocol import GATEWAY_TEXTS, ProtocolError, clean_metadata, gateway_message
+from ninetynine.gateway.protocol import ProtocolError, clean_metadata
 from ninetynine.gateway.relay import PlayRelay, SessionRelay
 from ninetynine.gateway.tasks import reap
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
@@ -219,8 +220,8 @@ class Connection:
         self, reason: str, metadata: dict[str, str] | None = None, *, fatal: bool = False
     ) -> gw.Error:
         meta = clean_metadata(metadata or {})
-        if reason in GATEWAY_TEXTS:
-            text = gateway_message(reason, self.lang, meta)
+        if reason in SERVICE_TEXTS:
+            text = service_text(reason, self.lang, meta)
         elif reason in Reason.__members__:
             text = rule_message(Reason(reason), meta, self.lang)
         else:
@@ -239,7 +240,7 @@ class Connection:
         reason = err.reason
         bind_rpc_fields(reason=reason)
         meta = clean_metadata({**err.metadata, **(extra or {})})
-        text = err.message(self.lang) or gateway_message("UNAVAILABLE", self.lang)
+        text = err.message(self.lang) or service_text("UNAVAILABLE", self.lang)
         self.deliver(
             Outgoing(
                 gw.ServerMessage(error=gw.Error(reason=reason, message=text[:500], metadata=meta)), reply_id

@@ -2,8 +2,8 @@
 
 A frame becomes a ``ClientMessage`` only after it passed the JSON Schema
 (``ninetynine/gateway/schema/client-protocol.schema.json``) definition its ``type``'s handler names
-(:data:`ninetynine.gateway.handlers.HANDLERS`); everything else
-becomes a :class:`ProtocolError` with a stable reason, a Korean and an English text, and the
+(:data:`ninetynine.gateway.handlers.HANDLERS`); everything else becomes a :class:`ProtocolError`
+with a stable reason (its texts are the services' table, :mod:`ninetynine.common.reasons`) and the
 facts in ``metadata``. Nothing in here raises anything else on client input.
 
 Validation is two-tier, for speed on the hot path (every ``play``): a ``fastjsonschema`` function
@@ -26,18 +26,15 @@ from typing import Any
 import fastjsonschema
 import jsonschema
 
-from ninetynine.common.errors import Lang
 from ninetynine.engine.rules import RuleError
 from ninetynine.gateway.convert import JsonId, client_from_json
 from ninetynine.gateway.handlers import HANDLERS
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
 __all__ = [
-    "GATEWAY_TEXTS",
     "SCHEMA_PATH",
     "ProtocolError",
     "client_validator",
-    "gateway_message",
     "message_validator",
     "parse_text",
     "reply_id_of",
@@ -48,45 +45,9 @@ __all__ = [
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "client-protocol.schema.json"
 
-# reason -> (ko, en); "{limit}" and the like are filled from the error's metadata.
-GATEWAY_TEXTS: dict[str, tuple[str, str]] = {
-    "MALFORMED_MESSAGE": ("메시지 형식이 올바르지 않아요", "The message is not valid"),
-    "UNKNOWN_TYPE": ("알 수 없는 메시지 종류예요", "Unknown message type"),
-    "MESSAGE_TOO_LARGE": ("메시지가 너무 커요 (최대 {limit}바이트)", "Message too large (max {limit} bytes)"),
-    "RATE_LIMITED": ("메시지를 너무 빨리 보내고 있어요", "Too many messages; slow down"),
-    "NOT_IN_ROOM": ("먼저 방에 들어가 주세요", "Join or create a room first"),
-    "ALREADY_IN_ROOM": ("이미 방에 들어와 있어요", "This connection is already in a room"),
-    "UNAVAILABLE": (
-        "서버가 잠시 바빠요. 곧 다시 시도해 주세요",
-        "The service is briefly unavailable; retry",
-    ),
-    "SPECTATOR_CANNOT_ACT": ("관전 중에는 카드를 낼 수 없어요", "Spectators cannot play"),
-    "TOO_MANY_CONNECTIONS": (
-        "이 주소에서 연결이 너무 많아요 (한도 {limit}). 잠시 후 다시 연결해 주세요",
-        "Too many connections from your address (limit {limit}); reconnect later",
-    ),
-    "TOO_MANY_ROOMS": (
-        "방을 너무 많이 만들었어요 (한도 {limit}). 잠시 후 다시 해 주세요",
-        "Too many rooms created from your address (limit {limit}); try again later",
-    ),
-    "TOO_MANY_AUTH_FAILURES": (
-        "입장 정보가 너무 많이 틀렸어요 (한도 {limit}). 잠시 후 다시 해 주세요",
-        "Too many invalid seat tokens (limit {limit}); try again later",
-    ),
-}
-
 # ErrorInfo metadata values echo client input: keep them within the schema's limits.
 MAX_METADATA_VALUE = 200
 MAX_METADATA_KEYS = 20
-
-
-def gateway_message(reason: str, lang: Lang, metadata: dict[str, str] | None = None) -> str:
-    ko, en = GATEWAY_TEXTS[reason]
-    text = en if lang == "en" else ko
-    try:
-        return text.format(**(metadata or {}))
-    except (KeyError, IndexError):
-        return text
 
 
 @dataclass

@@ -43,6 +43,7 @@ from ninetynine.common.context import (
     sanitize_request_id,
 )
 from ninetynine.common.errors import Lang, ServiceError, lang_from_metadata
+from ninetynine.common.reasons import service_text
 from ninetynine.session.draining import DrainableCall
 from ninetynine.session.errors import session_error
 from ninetynine.session.service import RoomService
@@ -54,10 +55,6 @@ PLAY_METHOD = "PlayMany/Play"
 # until answers go out (gRPC flow control then holds the caller back): memory stays bounded.
 MAX_IN_FLIGHT = 4096
 
-_INTERNAL_TEXTS = {
-    "ko": "서버에 문제가 생겼어요. 잠시 후 다시 시도해 주세요",
-    "en": "The server failed unexpectedly; try again shortly",
-}
 
 # CanonicalLogInterceptor.record: (method, code, seconds, fields, failure).
 Recorder = Callable[[str, grpc.StatusCode, float, dict[str, object], BaseException | None], None]
@@ -179,7 +176,7 @@ class PlayMany(DrainableCall):
                 raise
             except Exception as exc:  # noqa: BLE001 - not a refusal: logged with its traceback, answered INTERNAL
                 code, failure = grpc.StatusCode.INTERNAL, exc
-                internal = status_pb2.Status(code=code.value[0], message=_INTERNAL_TEXTS[lang])
+                internal = status_pb2.Status(code=code.value[0], message=service_text("INTERNAL", lang))
                 answer = pb.PlayManyResponse(call_id=call_id, failure=_failure(internal, details=False))
             self.outbox.put_nowait(answer)
         finally:

@@ -39,13 +39,13 @@ with atheris.instrument_imports(include=["ninetynine"]):
     import jsonschema
     from google.protobuf.message import DecodeError
 
+    from ninetynine.common.reasons import SERVICE_TEXTS
     from ninetynine.engine.rules import CLASSIC, KR, Reason, build_deck
     from ninetynine.gateway.connection import Connection
     from ninetynine.gateway.convert import CLIENT_TYPE_OF_FIELD, CLIENT_TYPES, JsonId, server_bytes
     from ninetynine.gateway.limits import Limits
     from ninetynine.gateway.metrics import GatewayMetrics
     from ninetynine.gateway.protocol import (
-        GATEWAY_TEXTS,
         ProtocolError,
         client_validator,
         message_validator,
@@ -171,7 +171,7 @@ def _unicode(text: str) -> bool:
 
 def _check_refusal(exc: ProtocolError, raw: Any) -> None:
     require_reason(exc.reason)
-    require(exc.reason in GATEWAY_TEXTS or exc.reason in Reason.__members__, f"unlisted reason {exc.reason}")
+    require(exc.reason in SERVICE_TEXTS or exc.reason in Reason.__members__, f"unlisted reason {exc.reason}")
     require(
         all(isinstance(k, str) and isinstance(v, str) for k, v in exc.metadata.items()),
         f"metadata {exc.metadata!r}",
