@@ -10,8 +10,9 @@ The engine's rule reasons and their status codes live with the engine
 
 Client side, :func:`error_info` reads the ``ErrorInfo`` back out of a failed call and
 :func:`to_service_error` turns a downstream failure into a :class:`ServiceError` that can be
-re-raised to the caller unchanged (given the reasons' texts, e.g.
-:func:`ninetynine.engine.errors.rule_texts`, a reason gets both languages back).
+re-raised to the caller unchanged (given the reasons' texts, a reason gets both languages back).
+Services convert with :func:`ninetynine.engine.errors.from_rpc_error`, which always passes the
+rules' texts; the services' own texts are :mod:`ninetynine.common.reasons`.
 """
 
 from __future__ import annotations

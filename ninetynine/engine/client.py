@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 
-from ninetynine.common.errors import Lang, to_service_error
+from ninetynine.common.errors import Lang
 from ninetynine.common.grpcclient import create_channel
-from ninetynine.engine.errors import ENGINE_DOMAIN, rule_texts
+from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import game_pb2, state_pb2
@@ -152,5 +152,5 @@ class EngineClient:
                     await asyncio.sleep(delay)
                     delay *= 2
                     continue
-                raise to_service_error(err, default_domain=ENGINE_DOMAIN, texts=rule_texts) from err
+                raise from_rpc_error(err, default_domain=ENGINE_DOMAIN) from err
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover

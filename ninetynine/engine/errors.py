@@ -16,9 +16,11 @@ UNKNOWN_PLAYER, REPLAY_UNSUPPORTED
 STALE_STATE                                                            ABORTED
 =====================================================================  ======================
 
-A caller of the engine (or of a service that passes its refusals on) hands :func:`rule_texts` to
-:func:`ninetynine.common.errors.to_service_error`, so a rule reason gets both languages back from
-the rules' texts instead of the one the status message was sent in.
+A caller of the engine (or of a service that passes its refusals on) turns a failed call into a
+:class:`~ninetynine.common.errors.ServiceError` with :func:`from_rpc_error`, never with
+:func:`~ninetynine.common.errors.to_service_error` alone: a rule reason then always gets both
+languages back from the rules' texts instead of the one the status message was sent in
+(``tests/common/test_reason_texts.py`` finds a direct call).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from collections.abc import Mapping
 
 import grpc
 
-from ninetynine.common.errors import ServiceError
+from ninetynine.common.errors import ServiceError, to_service_error
 from ninetynine.engine.rules.errors import Reason, RuleError
 from ninetynine.engine.rules.errors import message as rule_message
 
-__all__ = ["ENGINE_DOMAIN", "REASON_STATUS", "from_rule_error", "rule_texts"]
+__all__ = ["ENGINE_DOMAIN", "REASON_STATUS", "from_rpc_error", "from_rule_error", "rule_texts"]
 
 ENGINE_DOMAIN = "engine.ninetynine"
 
@@ -81,3 +83,13 @@ def rule_texts(reason: str, metadata: Mapping[str, str]) -> tuple[str, str] | No
         return None
     rule, meta = Reason(reason), dict(metadata)
     return rule_message(rule, meta, "ko"), rule_message(rule, meta, "en")
+
+
+def from_rpc_error(e: grpc.RpcError, *, default_domain: str) -> ServiceError:
+    """A failed call to the engine or to a service passing its refusals on, as a :class:`ServiceError`.
+
+    :func:`~ninetynine.common.errors.to_service_error` with :func:`rule_texts`: reason, domain and
+    metadata kept, a rule reason's texts in both languages; without an ``ErrorInfo`` the reason is
+    the status code's name in ``default_domain``.
+    """
+    return to_service_error(e, default_domain=default_domain, texts=rule_texts)

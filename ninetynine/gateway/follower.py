@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from ninetynine.common.errors import to_service_error
 from ninetynine.common.logging import get_logger
-from ninetynine.engine.errors import rule_texts
+from ninetynine.engine.errors import from_rpc_error
 from ninetynine.gateway.binding import Binding
 from ninetynine.gateway.convert import JsonId
 from ninetynine.gateway.outbox import Outgoing
@@ -106,7 +105,7 @@ class RoomFollower:
                 if code in _FINAL_SUBSCRIBE_CODES:
                     if binding.leaving:
                         return  # this connection's own leaveRoom: `left` answers it
-                    err = to_service_error(exc, default_domain="gateway.ninetynine", texts=rule_texts)
+                    err = from_rpc_error(exc, default_domain="gateway.ninetynine")
                     conn.send_service_error(err, None)
                     if err.reason == "INVALID_TOKEN" and conn.binding is binding:
                         # The seat was given up (on another connection): this one is no longer in

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from ninetynine.common.context import bind_rpc_fields
-from ninetynine.common.errors import to_service_error
-from ninetynine.engine.errors import rule_texts
+from ninetynine.engine.errors import from_rpc_error
 from ninetynine.gateway import binding
 from ninetynine.gateway.binding import Binding
 from ninetynine.gateway.convert import JsonId
@@ -96,7 +95,7 @@ async def dispatch(
         await handler.handle(conn, msg, reply_id, received)
     except grpc.RpcError as exc:
         extra = handler.echo(msg) if handler.echo is not None else {}
-        err = to_service_error(exc, default_domain="gateway.ninetynine", texts=rule_texts)
+        err = from_rpc_error(exc, default_domain="gateway.ninetynine")
         if err.domain == "gateway.ninetynine":  # no ErrorInfo: the session is unreachable or overloaded
             bind_rpc_fields(session_code=err.code.name)
             conn.send_error("UNAVAILABLE", reply_id, {"code": err.code.name, **extra})

@@ -1,5 +1,6 @@
 """Every reason a service of ours can send has its Korean and its English text in the one table of
-service texts (rule reasons keep theirs with the rules).
+service texts (rule reasons keep theirs with the rules), and failed calls are converted with the
+rules' texts wherever they are converted.
 
 The reasons a service sends are read from its source: the literal (or module-constant) reason of
 every call that builds or sends a refusal, the session's status table and the service-credential
@@ -115,3 +116,18 @@ def test_both_texts_take_the_same_metadata() -> None:
     assert service_text("MESSAGE_TOO_LARGE", "ko", {}) == "메시지가 너무 커요 (최대 {limit}바이트)"
     assert service_texts("OVER_99", {}) is None
 
+
+def test_failed_calls_are_converted_with_the_rule_texts_everywhere() -> None:
+    """``to_service_error`` is called only by ``ninetynine.engine.errors.from_rpc_error``, which always
+    hands it the rules' texts: no caller can convert a rule refusal and lose its other language."""
+    direct = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "engine" / "errors.py" or path == PACKAGE / "common" / "errors.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        direct += [
+            f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _callee(node) == "to_service_error"
+        ]
+    assert direct == []
