@@ -131,3 +131,18 @@ def test_failed_calls_are_converted_with_the_rule_texts_everywhere() -> None:
             if isinstance(node, ast.Call) and _callee(node) == "to_service_error"
         ]
     assert direct == []
+
+
+_DOC_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| [^|]+ \| ([^|]+) \| ([^|]+) \|$", re.MULTILINE)
+
+
+def test_the_documented_texts_are_the_ones_sent() -> None:
+    """docs/client-protocol.md §5 lists reasons with their texts: they are the table's (the English
+    column may add a note on the metadata after the text)."""
+    doc = (PACKAGE.parent / "docs" / "client-protocol.md").read_text(encoding="utf-8")
+    rows = {reason: (ko.strip(), en.strip()) for reason, ko, en in _DOC_ROW.findall(doc)}
+    assert {"NOT_IN_ROOM", "ROOM_FULL", "VIEW_OUTDATED", "UNAVAILABLE"} <= set(rows)
+    for reason, (ko, en) in rows.items():
+        assert reason in SERVICE_TEXTS, f"the docs list {reason}, which no service sends"
+        assert ko == SERVICE_TEXTS[reason][0], reason
+        assert en.startswith(SERVICE_TEXTS[reason][1]), reason
