@@ -29,6 +29,8 @@ __all__ = ["Binding", "create_room", "join_room", "leave", "resume", "spectate"]
 
 @dataclass
 class Binding:
+    """The room a connection is in, and as whom (its token, seat and role)."""
+
     room_id: str
     token: str
     player_id: str

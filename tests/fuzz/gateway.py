@@ -42,7 +42,8 @@ with atheris.instrument_imports(include=["ninetynine"]):
     from ninetynine.common.reasons import SERVICE_TEXTS
     from ninetynine.engine.rules import CLASSIC, KR, Reason, build_deck
     from ninetynine.gateway.connection import Connection
-    from ninetynine.gateway.convert import CLIENT_TYPE_OF_FIELD, CLIENT_TYPES, JsonId, server_bytes
+    from ninetynine.gateway.convert import JsonId, server_bytes
+    from ninetynine.gateway.handlers import HANDLER_OF_FIELD, HANDLERS
     from ninetynine.gateway.limits import Limits
     from ninetynine.gateway.metrics import GatewayMetrics
     from ninetynine.gateway.protocol import (
@@ -58,7 +59,7 @@ with atheris.instrument_imports(include=["ninetynine"]):
     from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
 DEFS: Final[dict[str, Any]] = schema()["$defs"]
-CLIENT_KINDS: Final = sorted(CLIENT_TYPES)
+CLIENT_KINDS: Final = sorted(HANDLERS)
 ARGS: Final = ["-max_len=8192"]  # twice the default frame limit (--max-message-bytes can raise it)
 
 
@@ -202,7 +203,7 @@ def check_text(text: str) -> None:
         return
     require(isinstance(raw, dict), "a frame that is no JSON object was accepted")
     kind = message.WhichOneof("kind")
-    require(kind is not None and CLIENT_TYPE_OF_FIELD[kind] == raw["type"], f"{kind} for {raw['type']!r}")
+    require(kind is not None and HANDLER_OF_FIELD[kind].type == raw["type"], f"{kind} for {raw['type']!r}")
     # The fast validator tier may be stricter than jsonschema, never laxer.
     problem = jsonschema.exceptions.best_match(CLIENT_FRAME.iter_errors(raw))
     require(problem is None, f"accepted, but the reference validator refuses it: {problem}")
