@@ -2,7 +2,7 @@
 ``json.dumps(server_json(msg, id), ensure_ascii=False, separators=(",", ":"))``, UTF-8 encoded.
 
 That stdlib call lives on here only, as the reference. It is compared with :func:`server_bytes`
-(orjson, cached fragments for recurring parts) over every message of many real games (the rules
+(orjson) over every message of many real games (the rules
 engine plays, the engine's converters build what the session pushes) and over arbitrary
 ``ServerMessage`` values drawn by hypothesis from the descriptors: any text (Korean, emoji, quotes,
 backslashes, control characters, U+2028), integers at the ends of every protobuf range, empty and
@@ -12,7 +12,6 @@ unknown enum values, maps.
 from __future__ import annotations
 
 import json
-import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,8 +24,7 @@ from hypothesis import strategies as st
 
 from ninetynine.engine.convert import options_to_proto
 from ninetynine.engine.rules import CLASSIC, KR, Options, RuleError
-from ninetynine.engine.v1 import game_pb2, state_pb2
-from ninetynine.gateway import convert
+from ninetynine.engine.v1 import game_pb2
 from ninetynine.gateway.convert import JsonId, server_bytes, server_json, server_text
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from tests.gateway.games import game_messages
@@ -117,56 +115,6 @@ def test_the_protocol_has_no_floats() -> None:
     ]
     assert floats == []
     assert json.dumps(1e-7) != orjson.dumps(1e-7).decode()  # the difference the guard is about
-
-
-def test_fragment_cache_is_bounded_and_rebuilds_what_it_dropped() -> None:
-    cache = convert._Fragments(state_pb2.PlayRecord, convert.record_json, max_entries=3)
-    records = [
-        state_pb2.PlayRecord(
-            player_id=f"p{i}", action=game_pb2.Action(card_id="PM9-1", sign=game_pb2.SIGN_MINUS), total=i
-        )
-        for i in range(6)
-    ]
-    for _ in range(2):
-        for record in records:
-            fragment = cache.get(record)
-            assert orjson.dumps([fragment]) == orjson.dumps([convert.record_json(record)])
-            assert len(cache) <= 3
-    assert cache.get(records[-1]) is cache.get(records[-1])
-
-
-def test_views_of_one_state_share_one_public_text() -> None:
-    """Each seat's view frame is its own (hand, legal plays), yet the public part is built once per
-    state: the views of four seats and a spectator add one entry to the public-text cache."""
-    cache = convert._PublicViewText(max_entries=64)
-    messages = list(game_messages(2**63 + 5, players=4))
-    views = [m for m in messages if m.WhichOneof("kind") == "view"]
-    for first in range(0, 5 * 8, 5):  # the views after the first eight moves, five per state
-        before = len(cache)
-        frames = set()
-        for msg in views[first : first + 5]:
-            view = msg.view.view
-            text = orjson.dumps(cache.view(view))
-            assert text == orjson.dumps(convert._view(view, convert._DICTS))
-            frames.add(text)
-        assert len(cache) == before + 1
-        assert len(frames) == 5  # four hands and the spectator's view: five different texts
-
-
-def test_kept_fragments_hold_their_size_not_orjsons_work_buffer() -> None:
-    # orjson returns its 4 KiB work buffer as the bytes of a small result; 500 kept records must
-    # not cost 2 MB.
-    cache = convert._Fragments(state_pb2.PlayRecord, convert.record_json, max_entries=1000)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for i in range(500):
-            cache.get(state_pb2.PlayRecord(player_id="p1", face="7", before=i, total=i + 7))
-        per_entry = (tracemalloc.get_traced_memory()[0] - before) / 500
-    finally:
-        tracemalloc.stop()
-    assert len(cache) == 500
-    assert per_entry < 1024
 
 
 # -- arbitrary messages ------------------------------------------------------------------------

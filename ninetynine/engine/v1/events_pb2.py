@@ -22,46 +22,87 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from ninetynine.common.v1 import json_options_pb2 as ninetynine_dot_common_dot_v1_dot_json__options__pb2
 from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ninetynine/engine/v1/events.proto\x12\x14ninetynine.engine.v1\x1a\x1fninetynine/engine/v1/game.proto\"\xd8\x05\n\x05\x45vent\x12\x30\n\x08\x61udience\x18\x01 \x01(\x0e\x32\x1e.ninetynine.engine.v1.Audience\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x39\n\x0cgame_started\x18\n \x01(\x0b\x32!.ninetynine.engine.v1.GameStartedH\x00\x12\x35\n\nhand_dealt\x18\x0b \x01(\x0b\x32\x1f.ninetynine.engine.v1.HandDealtH\x00\x12;\n\rround_started\x18\x0c \x01(\x0b\x32\".ninetynine.engine.v1.RoundStartedH\x00\x12\x39\n\x0cturn_started\x18\r \x01(\x0b\x32!.ninetynine.engine.v1.TurnStartedH\x00\x12\x37\n\x0b\x63\x61rd_played\x18\x0e \x01(\x0b\x32 .ninetynine.engine.v1.CardPlayedH\x00\x12\x43\n\x11\x64irection_changed\x18\x0f \x01(\x0b\x32&.ninetynine.engine.v1.DirectionChangedH\x00\x12\x35\n\ncard_drawn\x18\x10 \x01(\x0b\x32\x1f.ninetynine.engine.v1.CardDrawnH\x00\x12\x36\n\nreshuffled\x18\x11 \x01(\x0b\x32 .ninetynine.engine.v1.ReshuffledH\x00\x12\x33\n\tlife_lost\x18\x12 \x01(\x0b\x32\x1e.ninetynine.engine.v1.LifeLostH\x00\x12\x36\n\neliminated\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.EliminatedH\x00\x12;\n\rgame_finished\x18\x14 \x01(\x0b\x32\".ninetynine.engine.v1.GameFinishedH\x00\x42\t\n\x07payload\"\xdb\x01\n\x0bGameStarted\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\r\n\x05seats\x18\x04 \x03(\t\x12\x11\n\thand_size\x18\x05 \x01(\r\x12\r\n\x05lives\x18\x06 \x01(\r\x12\x11\n\tdeck_size\x18\x07 \x01(\r\x12\x17\n\x0fseed_commitment\x18\x08 \x01(\t\"X\n\tHandDealt\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12)\n\x05\x63\x61rds\x18\x03 \x03(\x0b\x32\x1a.ninetynine.engine.v1.Card\"-\n\tHandCount\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xbf\x01\n\x0cRoundStarted\x12\r\n\x05round\x18\x01 \x01(\r\x12\x0f\n\x07starter\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x05\x12\x31\n\x06reason\x18\x04 \x01(\x0e\x32!.ninetynine.engine.v1.RoundReason\x12\x34\n\x0bhand_counts\x18\x05 \x03(\x0b\x32\x1f.ninetynine.engine.v1.HandCount\x12\x17\n\x0f\x64raw_pile_count\x18\x06 \x01(\r\"\x94\x01\n\x0bTurnStarted\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x05\x12\x32\n\tdirection\x18\x03 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x1a\n\x12turn_started_at_ms\x18\x04 \x01(\x03\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\x03\"\xb5\x01\n\nCardPlayed\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12,\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x0c\n\x04\x66\x61\x63\x65\x18\x03 \x01(\t\x12,\n\x04kind\x18\x04 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKind\x12\x0e\n\x06\x62\x65\x66ore\x18\x05 \x01(\x05\x12\r\n\x05total\x18\x06 \x01(\x05\x12\x0b\n\x03seq\x18\x07 \x01(\x04\"Y\n\x10\x44irectionChanged\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x32\n\tdirection\x18\x02 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\"H\n\tCardDrawn\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12(\n\x04\x63\x61rd\x18\x02 \x01(\x0b\x32\x1a.ninetynine.engine.v1.Card\"*\n\nReshuffled\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\r\n\x05total\x18\x02 \x01(\x05\"L\n\x08LifeLost\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04left\x18\x02 \x01(\r\x12\x10\n\x08on_board\x18\x03 \x01(\x08\x12\r\n\x05total\x18\x04 \x01(\x05\"\x9d\x01\n\nEliminated\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nhand_count\x18\x03 \x01(\r\x12\r\n\x05total\x18\x04 \x01(\x05\x12\x37\n\x06reason\x18\x05 \x01(\x0e\x32\'.ninetynine.engine.v1.EliminationReason\x12\x11\n\tremaining\x18\x06 \x01(\r\"N\n\x0cGameFinished\x12\x30\n\x06result\x18\x01 \x01(\x0b\x32 .ninetynine.engine.v1.GameResult\x12\x0c\n\x04seed\x18\x02 \x01(\x04*^\n\x08\x41udience\x12\x18\n\x14\x41UDIENCE_UNSPECIFIED\x10\x00\x12\x10\n\x0c\x41UDIENCE_ALL\x10\x01\x12\x11\n\rAUDIENCE_ONLY\x10\x02\x12\x13\n\x0f\x41UDIENCE_EXCEPT\x10\x03*w\n\x0bRoundReason\x12\x1c\n\x18ROUND_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12ROUND_REASON_SETUP\x10\x01\x12\x1a\n\x16ROUND_REASON_LIFE_LOST\x10\x02\x12\x16\n\x12ROUND_REASON_RESET\x10\x03*\xb0\x01\n\x11\x45liminationReason\x12\"\n\x1e\x45LIMINATION_REASON_UNSPECIFIED\x10\x00\x12\'\n#ELIMINATION_REASON_NO_PLAYABLE_CARD\x10\x01\x12$\n ELIMINATION_REASON_NO_LIVES_LEFT\x10\x02\x12(\n$ELIMINATION_REASON_LOST_ON_THE_BOARD\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ninetynine/engine/v1/events.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\"\xf4\x05\n\x05\x45vent\x12\x38\n\x08\x61udience\x18\x01 \x01(\x0e\x32\x1e.ninetynine.engine.v1.AudienceB\x06\xfa\xf2\x18\x02\x10\x01\x12\x19\n\tplayer_id\x18\x02 \x01(\tB\x06\xfa\xf2\x18\x02\x10\x01\x12\x39\n\x0cgame_started\x18\n \x01(\x0b\x32!.ninetynine.engine.v1.GameStartedH\x00\x12\x35\n\nhand_dealt\x18\x0b \x01(\x0b\x32\x1f.ninetynine.engine.v1.HandDealtH\x00\x12;\n\rround_started\x18\x0c \x01(\x0b\x32\".ninetynine.engine.v1.RoundStartedH\x00\x12\x39\n\x0cturn_started\x18\r \x01(\x0b\x32!.ninetynine.engine.v1.TurnStartedH\x00\x12\x37\n\x0b\x63\x61rd_played\x18\x0e \x01(\x0b\x32 .ninetynine.engine.v1.CardPlayedH\x00\x12\x43\n\x11\x64irection_changed\x18\x0f \x01(\x0b\x32&.ninetynine.engine.v1.DirectionChangedH\x00\x12\x35\n\ncard_drawn\x18\x10 \x01(\x0b\x32\x1f.ninetynine.engine.v1.CardDrawnH\x00\x12\x36\n\nreshuffled\x18\x11 \x01(\x0b\x32 .ninetynine.engine.v1.ReshuffledH\x00\x12\x33\n\tlife_lost\x18\x12 \x01(\x0b\x32\x1e.ninetynine.engine.v1.LifeLostH\x00\x12\x36\n\neliminated\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.EliminatedH\x00\x12;\n\rgame_finished\x18\x14 \x01(\x0b\x32\".ninetynine.engine.v1.GameFinishedH\x00\x42\x15\n\x07payload\x12\n\x8a\xf3\x18\x06\n\x04type\"\xdb\x01\n\x0bGameStarted\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\r\n\x05seats\x18\x04 \x03(\t\x12\x11\n\thand_size\x18\x05 \x01(\r\x12\r\n\x05lives\x18\x06 \x01(\r\x12\x11\n\tdeck_size\x18\x07 \x01(\r\x12\x17\n\x0fseed_commitment\x18\x08 \x01(\t\"f\n\tHandDealt\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\r\n\x05round\x18\x02 \x01(\r\x12)\n\x05\x63\x61rds\x18\x03 \x03(\x0b\x32\x1a.ninetynine.engine.v1.Card\"-\n\tHandCount\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xc7\x01\n\x0cRoundStarted\x12\r\n\x05round\x18\x01 \x01(\r\x12\x0f\n\x07starter\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x05\x12\x31\n\x06reason\x18\x04 \x01(\x0e\x32!.ninetynine.engine.v1.RoundReason\x12<\n\x0bhand_counts\x18\x05 \x03(\x0b\x32\x1f.ninetynine.engine.v1.HandCountB\x06\xfa\xf2\x18\x02@\x01\x12\x17\n\x0f\x64raw_pile_count\x18\x06 \x01(\r\"\xc7\x01\n\x0bTurnStarted\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\r\n\x05total\x18\x02 \x01(\x05\x12\x32\n\tdirection\x18\x03 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12/\n\x12turn_started_at_ms\x18\x04 \x01(\x03\x42\x13\xfa\xf2\x18\x0f\n\rturnStartedAt\x12#\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\x03\x42\x0e\xfa\xf2\x18\n\n\x08\x64\x65\x61\x64line\"\x9a\x02\n\nCardPlayed\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12:\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.ActionB\x0c\xfa\xf2\x18\x08\n\x06\x63hoice\x12\x0c\n\x04\x66\x61\x63\x65\x18\x03 \x01(\t\x12,\n\x04kind\x18\x04 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKind\x12\x0e\n\x06\x62\x65\x66ore\x18\x05 \x01(\x05\x12\r\n\x05total\x18\x06 \x01(\x05\x12\x0b\n\x03seq\x18\x07 \x01(\x04:G\x82\xf3\x18\x43\n\tplayer_id\n\x0e\x61\x63tion.card_id\n\x04\x66\x61\x63\x65\n\x04kind\n\x06\x62\x65\x66ore\n\x05total\n\x06\x61\x63tion\n\x03seq\"g\n\x10\x44irectionChanged\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x32\n\tdirection\x18\x02 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\"^\n\tCardDrawn\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x30\n\x04\x63\x61rd\x18\x02 \x01(\x0b\x32\x1a.ninetynine.engine.v1.CardB\x06\xfa\xf2\x18\x02\x18\x01\"*\n\nReshuffled\x12\r\n\x05\x63ount\x18\x01 \x01(\r\x12\r\n\x05total\x18\x02 \x01(\x05\"Z\n\x08LifeLost\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x0c\n\x04left\x18\x02 \x01(\r\x12\x10\n\x08on_board\x18\x03 \x01(\x08\x12\r\n\x05total\x18\x04 \x01(\x05\"\xab\x01\n\nEliminated\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nhand_count\x18\x03 \x01(\r\x12\r\n\x05total\x18\x04 \x01(\x05\x12\x37\n\x06reason\x18\x05 \x01(\x0e\x32\'.ninetynine.engine.v1.EliminationReason\x12\x11\n\tremaining\x18\x06 \x01(\r\"^\n\x0cGameFinished\x12\x38\n\x06result\x18\x01 \x01(\x0b\x32 .ninetynine.engine.v1.GameResultB\x06\xfa\xf2\x18\x02(\x01\x12\x14\n\x04seed\x18\x02 \x01(\x04\x42\x06\xfa\xf2\x18\x02\x30\x01*^\n\x08\x41udience\x12\x18\n\x14\x41UDIENCE_UNSPECIFIED\x10\x00\x12\x10\n\x0c\x41UDIENCE_ALL\x10\x01\x12\x11\n\rAUDIENCE_ONLY\x10\x02\x12\x13\n\x0f\x41UDIENCE_EXCEPT\x10\x03*\x84\x01\n\x0bRoundReason\x12)\n\x18ROUND_REASON_UNSPECIFIED\x10\x00\x1a\x0b\x92\xf3\x18\x07\n\x05setup\x12\x16\n\x12ROUND_REASON_SETUP\x10\x01\x12\x1a\n\x16ROUND_REASON_LIFE_LOST\x10\x02\x12\x16\n\x12ROUND_REASON_RESET\x10\x03*\xc6\x01\n\x11\x45liminationReason\x12\x38\n\x1e\x45LIMINATION_REASON_UNSPECIFIED\x10\x00\x1a\x14\x92\xf3\x18\x10\n\x0enoPlayableCard\x12\'\n#ELIMINATION_REASON_NO_PLAYABLE_CARD\x10\x01\x12$\n ELIMINATION_REASON_NO_LIVES_LEFT\x10\x02\x12(\n$ELIMINATION_REASON_LOST_ON_THE_BOARD\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ninetynine.engine.v1.events_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_AUDIENCE']._serialized_start=2238
-  _globals['_AUDIENCE']._serialized_end=2332
-  _globals['_ROUNDREASON']._serialized_start=2334
-  _globals['_ROUNDREASON']._serialized_end=2453
-  _globals['_ELIMINATIONREASON']._serialized_start=2456
-  _globals['_ELIMINATIONREASON']._serialized_end=2632
-  _globals['_EVENT']._serialized_start=93
-  _globals['_EVENT']._serialized_end=821
-  _globals['_GAMESTARTED']._serialized_start=824
-  _globals['_GAMESTARTED']._serialized_end=1043
-  _globals['_HANDDEALT']._serialized_start=1045
-  _globals['_HANDDEALT']._serialized_end=1133
-  _globals['_HANDCOUNT']._serialized_start=1135
-  _globals['_HANDCOUNT']._serialized_end=1180
-  _globals['_ROUNDSTARTED']._serialized_start=1183
-  _globals['_ROUNDSTARTED']._serialized_end=1374
-  _globals['_TURNSTARTED']._serialized_start=1377
-  _globals['_TURNSTARTED']._serialized_end=1525
-  _globals['_CARDPLAYED']._serialized_start=1528
-  _globals['_CARDPLAYED']._serialized_end=1709
-  _globals['_DIRECTIONCHANGED']._serialized_start=1711
-  _globals['_DIRECTIONCHANGED']._serialized_end=1800
-  _globals['_CARDDRAWN']._serialized_start=1802
-  _globals['_CARDDRAWN']._serialized_end=1874
-  _globals['_RESHUFFLED']._serialized_start=1876
-  _globals['_RESHUFFLED']._serialized_end=1918
-  _globals['_LIFELOST']._serialized_start=1920
-  _globals['_LIFELOST']._serialized_end=1996
-  _globals['_ELIMINATED']._serialized_start=1999
-  _globals['_ELIMINATED']._serialized_end=2156
-  _globals['_GAMEFINISHED']._serialized_start=2158
-  _globals['_GAMEFINISHED']._serialized_end=2236
+  _globals['_ROUNDREASON'].values_by_name["ROUND_REASON_UNSPECIFIED"]._loaded_options = None
+  _globals['_ROUNDREASON'].values_by_name["ROUND_REASON_UNSPECIFIED"]._serialized_options = b'\222\363\030\007\n\005setup'
+  _globals['_ELIMINATIONREASON'].values_by_name["ELIMINATION_REASON_UNSPECIFIED"]._loaded_options = None
+  _globals['_ELIMINATIONREASON'].values_by_name["ELIMINATION_REASON_UNSPECIFIED"]._serialized_options = b'\222\363\030\020\n\016noPlayableCard'
+  _globals['_EVENT'].oneofs_by_name['payload']._loaded_options = None
+  _globals['_EVENT'].oneofs_by_name['payload']._serialized_options = b'\212\363\030\006\n\004type'
+  _globals['_EVENT'].fields_by_name['audience']._loaded_options = None
+  _globals['_EVENT'].fields_by_name['audience']._serialized_options = b'\372\362\030\002\020\001'
+  _globals['_EVENT'].fields_by_name['player_id']._loaded_options = None
+  _globals['_EVENT'].fields_by_name['player_id']._serialized_options = b'\372\362\030\002\020\001'
+  _globals['_HANDDEALT'].fields_by_name['player_id']._loaded_options = None
+  _globals['_HANDDEALT'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_ROUNDSTARTED'].fields_by_name['hand_counts']._loaded_options = None
+  _globals['_ROUNDSTARTED'].fields_by_name['hand_counts']._serialized_options = b'\372\362\030\002@\001'
+  _globals['_TURNSTARTED'].fields_by_name['player_id']._loaded_options = None
+  _globals['_TURNSTARTED'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_TURNSTARTED'].fields_by_name['turn_started_at_ms']._loaded_options = None
+  _globals['_TURNSTARTED'].fields_by_name['turn_started_at_ms']._serialized_options = b'\372\362\030\017\n\rturnStartedAt'
+  _globals['_TURNSTARTED'].fields_by_name['deadline_ms']._loaded_options = None
+  _globals['_TURNSTARTED'].fields_by_name['deadline_ms']._serialized_options = b'\372\362\030\n\n\010deadline'
+  _globals['_CARDPLAYED'].fields_by_name['player_id']._loaded_options = None
+  _globals['_CARDPLAYED'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_CARDPLAYED'].fields_by_name['action']._loaded_options = None
+  _globals['_CARDPLAYED'].fields_by_name['action']._serialized_options = b'\372\362\030\010\n\006choice'
+  _globals['_CARDPLAYED']._loaded_options = None
+  _globals['_CARDPLAYED']._serialized_options = b'\202\363\030C\n\tplayer_id\n\016action.card_id\n\004face\n\004kind\n\006before\n\005total\n\006action\n\003seq'
+  _globals['_DIRECTIONCHANGED'].fields_by_name['player_id']._loaded_options = None
+  _globals['_DIRECTIONCHANGED'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_CARDDRAWN'].fields_by_name['player_id']._loaded_options = None
+  _globals['_CARDDRAWN'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_CARDDRAWN'].fields_by_name['card']._loaded_options = None
+  _globals['_CARDDRAWN'].fields_by_name['card']._serialized_options = b'\372\362\030\002\030\001'
+  _globals['_LIFELOST'].fields_by_name['player_id']._loaded_options = None
+  _globals['_LIFELOST'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_ELIMINATED'].fields_by_name['player_id']._loaded_options = None
+  _globals['_ELIMINATED'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_GAMEFINISHED'].fields_by_name['result']._loaded_options = None
+  _globals['_GAMEFINISHED'].fields_by_name['result']._serialized_options = b'\372\362\030\002(\001'
+  _globals['_GAMEFINISHED'].fields_by_name['seed']._loaded_options = None
+  _globals['_GAMEFINISHED'].fields_by_name['seed']._serialized_options = b'\372\362\030\0020\001'
+  _globals['_AUDIENCE']._serialized_start=2561
+  _globals['_AUDIENCE']._serialized_end=2655
+  _globals['_ROUNDREASON']._serialized_start=2658
+  _globals['_ROUNDREASON']._serialized_end=2790
+  _globals['_ELIMINATIONREASON']._serialized_start=2793
+  _globals['_ELIMINATIONREASON']._serialized_end=2991
+  _globals['_EVENT']._serialized_start=134
+  _globals['_EVENT']._serialized_end=890
+  _globals['_GAMESTARTED']._serialized_start=893
+  _globals['_GAMESTARTED']._serialized_end=1112
+  _globals['_HANDDEALT']._serialized_start=1114
+  _globals['_HANDDEALT']._serialized_end=1216
+  _globals['_HANDCOUNT']._serialized_start=1218
+  _globals['_HANDCOUNT']._serialized_end=1263
+  _globals['_ROUNDSTARTED']._serialized_start=1266
+  _globals['_ROUNDSTARTED']._serialized_end=1465
+  _globals['_TURNSTARTED']._serialized_start=1468
+  _globals['_TURNSTARTED']._serialized_end=1667
+  _globals['_CARDPLAYED']._serialized_start=1670
+  _globals['_CARDPLAYED']._serialized_end=1952
+  _globals['_DIRECTIONCHANGED']._serialized_start=1954
+  _globals['_DIRECTIONCHANGED']._serialized_end=2057
+  _globals['_CARDDRAWN']._serialized_start=2059
+  _globals['_CARDDRAWN']._serialized_end=2153
+  _globals['_RESHUFFLED']._serialized_start=2155
+  _globals['_RESHUFFLED']._serialized_end=2197
+  _globals['_LIFELOST']._serialized_start=2199
+  _globals['_LIFELOST']._serialized_end=2289
+  _globals['_ELIMINATED']._serialized_start=2292
+  _globals['_ELIMINATED']._serialized_end=2463
+  _globals['_GAMEFINISHED']._serialized_start=2465
+  _globals['_GAMEFINISHED']._serialized_end=2559
 # @@protoc_insertion_point(module_scope)

@@ -33,15 +33,7 @@ class _ModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Mode.ValueType],
     """One or two standard 52-card decks."""
 
 class Mode(_Mode, metaclass=_ModeEnumTypeWrapper):
-    """Shared vocabulary of the engine API: options (spec §2), cards (§3), actions (§8.2)
-    and the game result (§8.6).
-
-    Field presence: wherever "not set" has a meaning (an option left on its default or
-    `auto`, a choice the card does not take) the field is `optional` or an enum whose
-    zero `*_UNSPECIFIED` value means "not set".
-
-    Game mode (spec §2).
-    """
+    """Game mode (spec §2)."""
 
 MODE_UNSPECIFIED: Mode.ValueType  # 0
 """Not set: the default, kr-product."""

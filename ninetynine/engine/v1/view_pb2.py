@@ -22,25 +22,58 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from ninetynine.common.v1 import json_options_pb2 as ninetynine_dot_common_dot_v1_dot_json__options__pb2
 from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_game__pb2
 from ninetynine.engine.v1 import state_pb2 as ninetynine_dot_engine_dot_v1_dot_state__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/view.proto\x12\x14ninetynine.engine.v1\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\"\xc6\x01\n\nPlayerView\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\x12\n\nhand_count\x18\x04 \x01(\r\x12\r\n\x05lives\x18\x05 \x01(\r\x12\r\n\x05\x61live\x18\x06 \x01(\x08\x12\x10\n\x08on_board\x18\x07 \x01(\x08\x12\x12\n\nlives_lost\x18\x08 \x01(\r\x12 \n\x13\x65liminated_at_round\x18\t \x01(\rH\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\x87\x01\n\nCardChoice\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x14\n\x0cresult_total\x18\x02 \x01(\x05\x12\r\n\x05legal\x18\x03 \x01(\x08\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x16\n\x0ereason_message\x18\x05 \x01(\t\"\xc5\x01\n\x08HandCard\x12(\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x1a.ninetynine.engine.v1.Card\x12\x10\n\x08playable\x18\x02 \x01(\x08\x12\x31\n\x07\x63hoices\x18\x03 \x03(\x0b\x32 .ninetynine.engine.v1.CardChoice\x12\x16\n\tjoker_min\x18\x04 \x01(\rH\x00\x88\x01\x01\x12\x16\n\tjoker_max\x18\x05 \x01(\rH\x01\x88\x01\x01\x42\x0c\n\n_joker_minB\x0c\n\n_joker_max\"O\n\tLegalPlay\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x14\n\x0cresult_total\x18\x02 \x01(\x05\"\xed\x05\n\x08GameView\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\r\n\x05round\x18\x06 \x01(\r\x12\r\n\x05total\x18\x07 \x01(\x05\x12\x32\n\tdirection\x18\x08 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x0f\n\x07\x63urrent\x18\t \x01(\t\x12\x1a\n\x12turn_started_at_ms\x18\n \x01(\x03\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x12\x31\n\x07players\x18\x0c \x03(\x0b\x32 .ninetynine.engine.v1.PlayerView\x12\x19\n\x11\x65limination_order\x18\r \x03(\t\x12\x17\n\x0f\x64raw_pile_count\x18\x0e \x01(\r\x12\x15\n\rdiscard_count\x18\x0f \x01(\r\x12\x36\n\x0crecent_plays\x18\x10 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecord\x12\x17\n\x0fseed_commitment\x18\x11 \x01(\t\x12\x11\n\x04seed\x18\x12 \x01(\x04H\x00\x88\x01\x01\x12\x30\n\x06result\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.GameResult\x12\x11\n\tviewer_id\x18\x14 \x01(\t\x12,\n\x04hand\x18\x15 \x03(\x0b\x32\x1e.ninetynine.engine.v1.HandCard\x12\x0f\n\x07my_turn\x18\x16 \x01(\x08\x12\x34\n\x0blegal_plays\x18\x17 \x03(\x0b\x32\x1f.ninetynine.engine.v1.LegalPlayB\x07\n\x05_seedb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/view.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\"\xd8\x01\n\nPlayerView\x12\n\n\x02id\x18\x01 \x01(\t\x12\x16\n\x04name\x18\x02 \x01(\tB\x08\xfa\xf2\x18\x04\"\x02id\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\x12\n\nhand_count\x18\x04 \x01(\r\x12\r\n\x05lives\x18\x05 \x01(\r\x12\r\n\x05\x61live\x18\x06 \x01(\x08\x12\x10\n\x08on_board\x18\x07 \x01(\x08\x12\x12\n\nlives_lost\x18\x08 \x01(\r\x12(\n\x13\x65liminated_at_round\x18\t \x01(\rB\x06\xfa\xf2\x18\x02\x18\x02H\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\xa5\x01\n\nCardChoice\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\"\n\x0cresult_total\x18\x02 \x01(\x05\x42\x0c\xfa\xf2\x18\x08\n\x06result\x12\r\n\x05legal\x18\x03 \x01(\x08\x12\x16\n\x06reason\x18\x04 \x01(\tB\x06\xfa\xf2\x18\x02\x18\x02\x12\x1e\n\x0ereason_message\x18\x05 \x01(\tB\x06\xfa\xf2\x18\x02\x10\x01\"\xf3\x01\n\x08HandCard\x12(\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x1a.ninetynine.engine.v1.Card\x12\x10\n\x08playable\x18\x02 \x01(\x08\x12\x31\n\x07\x63hoices\x18\x03 \x03(\x0b\x32 .ninetynine.engine.v1.CardChoice\x12-\n\tjoker_min\x18\x04 \x01(\rB\x15\xfa\xf2\x18\x11\n\x03minJ\njokerRangeH\x00\x88\x01\x01\x12-\n\tjoker_max\x18\x05 \x01(\rB\x15\xfa\xf2\x18\x11\n\x03maxJ\njokerRangeH\x01\x88\x01\x01\x42\x0c\n\n_joker_minB\x0c\n\n_joker_max\"]\n\tLegalPlay\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\"\n\x0cresult_total\x18\x02 \x01(\x05\x42\x0c\xfa\xf2\x18\x08\n\x06result\"\x8f\x07\n\x08GameView\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\r\n\x05round\x18\x06 \x01(\r\x12\r\n\x05total\x18\x07 \x01(\x05\x12\x32\n\tdirection\x18\x08 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x0f\n\x07\x63urrent\x18\t \x01(\t\x12/\n\x12turn_started_at_ms\x18\n \x01(\x03\x42\x13\xfa\xf2\x18\x0f\n\rturnStartedAt\x12#\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x42\x0e\xfa\xf2\x18\n\n\x08\x64\x65\x61\x64line\x12\x31\n\x07players\x18\x0c \x03(\x0b\x32 .ninetynine.engine.v1.PlayerView\x12\x19\n\x11\x65limination_order\x18\r \x03(\t\x12\x17\n\x0f\x64raw_pile_count\x18\x0e \x01(\r\x12\x15\n\rdiscard_count\x18\x0f \x01(\r\x12\x36\n\x0crecent_plays\x18\x10 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecord\x12\x17\n\x0fseed_commitment\x18\x11 \x01(\t\x12/\n\x04seed\x18\x12 \x01(\x04\x42\x1c\xfa\xf2\x18\x18\x30\x01:\x14phase=PHASE_FINISHEDH\x00\x88\x01\x01\x12L\n\x06result\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.GameResultB\x1a\xfa\xf2\x18\x16:\x14phase=PHASE_FINISHED\x12!\n\tviewer_id\x18\x14 \x01(\tB\x0e\xfa\xf2\x18\n\n\x06viewer\x18\x02\x12=\n\x04hand\x18\x15 \x03(\x0b\x32\x1e.ninetynine.engine.v1.HandCardB\x0f\xfa\xf2\x18\x0b:\tviewer_id\x12 \n\x07my_turn\x18\x16 \x01(\x08\x42\x0f\xfa\xf2\x18\x0b:\tviewer_id\x12\x45\n\x0blegal_plays\x18\x17 \x03(\x0b\x32\x1f.ninetynine.engine.v1.LegalPlayB\x0f\xfa\xf2\x18\x0b:\tviewer_idB\x07\n\x05_seedb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ninetynine.engine.v1.view_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PLAYERVIEW']._serialized_start=125
-  _globals['_PLAYERVIEW']._serialized_end=323
-  _globals['_CARDCHOICE']._serialized_start=326
-  _globals['_CARDCHOICE']._serialized_end=461
-  _globals['_HANDCARD']._serialized_start=464
-  _globals['_HANDCARD']._serialized_end=661
-  _globals['_LEGALPLAY']._serialized_start=663
-  _globals['_LEGALPLAY']._serialized_end=742
-  _globals['_GAMEVIEW']._serialized_start=745
-  _globals['_GAMEVIEW']._serialized_end=1494
+  _globals['_PLAYERVIEW'].fields_by_name['name']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['name']._serialized_options = b'\372\362\030\004\"\002id'
+  _globals['_PLAYERVIEW'].fields_by_name['eliminated_at_round']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\002\030\002'
+  _globals['_CARDCHOICE'].fields_by_name['result_total']._loaded_options = None
+  _globals['_CARDCHOICE'].fields_by_name['result_total']._serialized_options = b'\372\362\030\010\n\006result'
+  _globals['_CARDCHOICE'].fields_by_name['reason']._loaded_options = None
+  _globals['_CARDCHOICE'].fields_by_name['reason']._serialized_options = b'\372\362\030\002\030\002'
+  _globals['_CARDCHOICE'].fields_by_name['reason_message']._loaded_options = None
+  _globals['_CARDCHOICE'].fields_by_name['reason_message']._serialized_options = b'\372\362\030\002\020\001'
+  _globals['_HANDCARD'].fields_by_name['joker_min']._loaded_options = None
+  _globals['_HANDCARD'].fields_by_name['joker_min']._serialized_options = b'\372\362\030\021\n\003minJ\njokerRange'
+  _globals['_HANDCARD'].fields_by_name['joker_max']._loaded_options = None
+  _globals['_HANDCARD'].fields_by_name['joker_max']._serialized_options = b'\372\362\030\021\n\003maxJ\njokerRange'
+  _globals['_LEGALPLAY'].fields_by_name['result_total']._loaded_options = None
+  _globals['_LEGALPLAY'].fields_by_name['result_total']._serialized_options = b'\372\362\030\010\n\006result'
+  _globals['_GAMEVIEW'].fields_by_name['turn_started_at_ms']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['turn_started_at_ms']._serialized_options = b'\372\362\030\017\n\rturnStartedAt'
+  _globals['_GAMEVIEW'].fields_by_name['deadline_ms']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['deadline_ms']._serialized_options = b'\372\362\030\n\n\010deadline'
+  _globals['_GAMEVIEW'].fields_by_name['seed']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['seed']._serialized_options = b'\372\362\030\0300\001:\024phase=PHASE_FINISHED'
+  _globals['_GAMEVIEW'].fields_by_name['result']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['result']._serialized_options = b'\372\362\030\026:\024phase=PHASE_FINISHED'
+  _globals['_GAMEVIEW'].fields_by_name['viewer_id']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['viewer_id']._serialized_options = b'\372\362\030\n\n\006viewer\030\002'
+  _globals['_GAMEVIEW'].fields_by_name['hand']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['hand']._serialized_options = b'\372\362\030\013:\tviewer_id'
+  _globals['_GAMEVIEW'].fields_by_name['my_turn']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['my_turn']._serialized_options = b'\372\362\030\013:\tviewer_id'
+  _globals['_GAMEVIEW'].fields_by_name['legal_plays']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['legal_plays']._serialized_options = b'\372\362\030\013:\tviewer_id'
+  _globals['_PLAYERVIEW']._serialized_start=166
+  _globals['_PLAYERVIEW']._serialized_end=382
+  _globals['_CARDCHOICE']._serialized_start=385
+  _globals['_CARDCHOICE']._serialized_end=550
+  _globals['_HANDCARD']._serialized_start=553
+  _globals['_HANDCARD']._serialized_end=796
+  _globals['_LEGALPLAY']._serialized_start=798
+  _globals['_LEGALPLAY']._serialized_end=891
+  _globals['_GAMEVIEW']._serialized_start=894
+  _globals['_GAMEVIEW']._serialized_end=1805
 # @@protoc_insertion_point(module_scope)

@@ -427,7 +427,9 @@ class ServerMessage(_message.Message):
     GOODBYE_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     id: _builtins.str
-    """The id of the client message this directly answers; empty for pushed messages."""
+    """The id of the client message this directly answers; empty for pushed messages. The JSON
+    protocol echoes the client's id as it came (a string or a number) after the type.
+    """
     @_builtins.property
     def welcome(self) -> Global___Welcome: ...
     @_builtins.property

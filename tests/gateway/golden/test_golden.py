@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from ninetynine.gateway.convert import client_from_json, server_bytes
@@ -59,7 +59,8 @@ def _walk(msg: Message) -> Iterator[tuple[str, object]]:
         which = msg.WhichOneof(oneof.name)
         if which is not None:
             yield f"{msg.DESCRIPTOR.full_name}.{oneof.name}", which
-    for field, value in msg.ListFields():
+    fields: Any = msg.ListFields()  # the stubs and upb disagree on descriptor types
+    for field, value in fields:
         values = value if field.is_repeated else [value]
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
             continue
@@ -70,7 +71,7 @@ def _walk(msg: Message) -> Iterator[tuple[str, object]]:
                 yield field.enum_type.full_name, v
 
 
-def _reachable_enums(descriptor: Descriptor, seen: set[str]) -> Iterator[tuple[str, int]]:
+def _reachable_enums(descriptor: Any, seen: set[str]) -> Iterator[tuple[str, object]]:
     if descriptor.full_name in seen:
         return
     seen.add(descriptor.full_name)
@@ -95,13 +96,13 @@ def test_the_corpus_covers_every_kind_enum_value_and_view_shape() -> None:
             )
         if msg.WhichOneof("kind") == "joined":
             shapes.add(f"joined-{msg.joined.role}")
-    wanted = {
+    wanted: set[tuple[str, object]] = {
         ("ninetynine.gateway.v1.ServerMessage.kind", f.name)
         for f in gw.ServerMessage.DESCRIPTOR.oneofs[0].fields
     }
-    event = gw.EventPush.DESCRIPTOR.fields_by_name["event"].message_type
+    event: Any = gw.EventPush.DESCRIPTOR.fields_by_name["event"].message_type
     wanted |= {("ninetynine.engine.v1.Event.payload", f.name) for f in event.oneofs_by_name["payload"].fields}
-    wanted |= set(_reachable_enums(gw.ServerMessage.DESCRIPTOR, set()))
+    wanted.update(_reachable_enums(gw.ServerMessage.DESCRIPTOR, set()))
     assert wanted - seen == set()
     assert shapes >= {
         "player",

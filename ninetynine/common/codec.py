@@ -1,0 +1,485 @@
+"""The client JSON codec, built from the protobuf descriptors and their ``json_options.proto`` options.
+
+One rule names everything (field ``hand_count`` is the key ``handCount``, enum value
+``CARD_KIND_PLUS_MINUS`` is ``"plusMinus"``, every field written in declaration order, an unset one
+with its default); ``protos/ninetynine/common/v1/json_options.proto`` declares, in the ``.proto``
+files, where the protocol differs from the rule. Nothing here names a field of the game.
+
+Encoding is on the move path (an event and a view for every seat of every move), so each message
+type is compiled once, on first use, into a Python function generated for it: straight-line field
+reads and one dict display, no per-field interpretation at run time. The output is plain dicts,
+lists, strings, ints, bools and None, ready for ``orjson.dumps``.
+
+Decoding (client JSON into a message) runs once per client frame and interprets a compiled field
+table; frames reach it only after the JSON Schema accepted them.
+
+What no option describes is registered by name: a *projection* builds a message's whole object
+(``JsonMessage.projection``), a *parser* builds a message from its JSON value (the rules engine
+parses options). Both are passed to :class:`Codec` by the service that owns them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, OneofDescriptor
+from google.protobuf.message import Message
+
+from ninetynine.common.v1 import json_options_pb2 as jo
+
+__all__ = ["Codec", "Decoder", "Encoder", "Parser", "Projection", "camel", "enum_json", "field_json"]
+
+Encoder = Callable[[Any], dict[str, Any]]
+Decoder = Callable[[Mapping[str, Any], Any], None]
+Projection = Callable[[Any], dict[str, Any]]
+Parser = Callable[[Any], Message]
+
+_INTS = frozenset(
+    {
+        FieldDescriptor.TYPE_INT32,
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT32,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT32,
+        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_FIXED32,
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED32,
+        FieldDescriptor.TYPE_SFIXED64,
+    }
+)
+
+
+def camel(snake: str) -> str:
+    """``hand_count`` -> ``handCount``; ``GAP_TOO_OLD`` -> ``gapTooOld``."""
+    head, *rest = snake.lower().split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def _sub(field: FieldDescriptor) -> Descriptor:
+    """The message type of a message field."""
+    assert field.message_type is not None, field.full_name
+    return field.message_type
+
+
+def _enum(field: FieldDescriptor) -> EnumDescriptor:
+    assert field.enum_type is not None, field.full_name
+    return field.enum_type
+
+
+def field_json(field: FieldDescriptor) -> jo.JsonField:
+    """The field's declared JSON options (empty when it follows the rule)."""
+    return field.GetOptions().Extensions[jo.json]
+
+
+def json_key(field: FieldDescriptor) -> str:
+    return field_json(field).name or camel(field.name)
+
+
+def enum_json(enum: EnumDescriptor) -> dict[int, object]:
+    """Every value number of ``enum`` -> its JSON value (a string, or the declared number)."""
+    prefix = _upper_snake(enum.name) + "_"
+    out: dict[int, object] = {}
+    for value in enum.values:
+        declared = value.GetOptions().Extensions[jo.json_value]
+        if declared.HasField("number"):
+            out[value.number] = declared.number
+        else:
+            out[value.number] = declared.name or camel(value.name.removeprefix(prefix))
+    return out
+
+
+def enum_from_json(enum: EnumDescriptor) -> dict[object, int]:
+    """JSON value -> value number; a name shared with the zero value means the non-zero one."""
+    out: dict[object, int] = {}
+    for number, name in sorted(enum_json(enum).items(), key=lambda item: item[0] == 0):
+        out.setdefault(name, number)
+    return out
+
+
+def _message_json(descriptor: Descriptor) -> jo.JsonMessage:
+    return descriptor.GetOptions().Extensions[jo.json_message]
+
+
+def _real_oneof(field: FieldDescriptor) -> OneofDescriptor | None:
+    """The oneof ``field`` is a member of, not counting the one proto3 makes for ``optional``."""
+    oneof = field.containing_oneof
+    if oneof is None or (len(oneof.fields) == 1 and oneof.name == "_" + field.name):
+        return None
+    return oneof
+
+
+def _type_key(field: FieldDescriptor) -> str:
+    oneof = _real_oneof(field)
+    return oneof.GetOptions().Extensions[jo.json_oneof].type_key if oneof is not None else ""
+
+
+class Codec:
+    """Encoders and decoders for every message type, compiled on first use and kept."""
+
+    def __init__(
+        self,
+        projections: Mapping[str, Callable[[Codec], Projection]] | None = None,
+        parsers: Mapping[str, Parser] | None = None,
+    ) -> None:
+        # A projection is made once the codec exists, so it can use the codec's own encoders.
+        self._projection_makers = dict(projections or {})
+        self._projections: dict[str, Projection] = {}
+        self._parsers = dict(parsers or {})
+        self._encoders: dict[tuple[str, frozenset[str]], Encoder] = {}
+        self._decoders: dict[str, Decoder] = {}
+        self._names: dict[str, object] = {}
+        self.sources: dict[str, str] = {}  # generated source per function, for reading and debugging
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def encoder(self, descriptor: Descriptor, without: frozenset[str] = frozenset()) -> Encoder:
+        """The function writing a ``descriptor`` message as a JSON object (``without``: fields
+        lifted into the parent's object and left out of this one)."""
+        key = (descriptor.full_name, without)
+        found = self._encoders.get(key)
+        if found is None:
+            projection = _message_json(descriptor).projection
+            found = self._projection(projection) if projection else self._compile(descriptor, without)
+            self._encoders[key] = found
+        return found
+
+    def encode(self, msg: Message) -> dict[str, Any]:
+        descriptor: Any = msg.DESCRIPTOR  # the stubs and upb disagree on descriptor types
+        return self.encoder(descriptor)(msg)
+
+    def _projection(self, name: str) -> Projection:
+        found = self._projections.get(name)
+        if found is None:
+            maker = self._projection_makers.get(name)
+            if maker is None:
+                raise LookupError(f"no projection {name!r} registered with the codec")
+            found = self._projections[name] = maker(self)
+        return found
+
+    def _name(self, prefix: str, value: object) -> str:
+        """A global name of the generated code bound to ``value``."""
+        name = f"{prefix}{len(self._names)}"
+        self._names[name] = value
+        return name
+
+    def _compile(self, descriptor: Descriptor, without: frozenset[str]) -> Encoder:
+        fn = self._name("enc_", None)
+        body = _MessageSource(self, descriptor, without).lines()
+        source = f"def {fn}(m):\n" + "".join(f"    {line}\n" for line in body)
+        namespace: dict[str, object] = dict(self._names)
+        exec(compile(source, f"<codec {descriptor.full_name}>", "exec"), namespace)
+        compiled: Encoder = namespace[fn]  # type: ignore[assignment]
+        self._names[fn] = compiled
+        self.sources[descriptor.full_name + ("" if not without else f" without {sorted(without)}")] = source
+        return compiled
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def decoder(self, descriptor: Descriptor) -> Decoder:
+        """The function reading a (schema-valid) JSON object into a ``descriptor`` message."""
+        found = self._decoders.get(descriptor.full_name)
+        if found is None:
+            found = self._decoders[descriptor.full_name] = self._compile_decoder(descriptor)
+        return found
+
+    def decode(self, raw: Mapping[str, Any], out: Message) -> Message:
+        descriptor: Any = out.DESCRIPTOR
+        self.decoder(descriptor)(raw, out)
+        return out
+
+    def _compile_decoder(self, descriptor: Descriptor) -> Decoder:
+        steps: list[Callable[[Mapping[str, Any], Any], None]] = []
+        members: dict[str, dict[str, FieldDescriptor]] = {}
+        for field in descriptor.fields:
+            options = field_json(field)
+            if options.omit:
+                continue
+            type_key = _type_key(field)
+            if type_key:
+                members.setdefault(type_key, {})[camel(field.name)] = field
+                continue
+            steps.append(self._field_decoder(field, options))
+        for type_key, by_type in members.items():
+            steps.append(self._oneof_decoder(type_key, by_type))
+
+        def decode(raw: Mapping[str, Any], out: Any) -> None:
+            for step in steps:
+                step(raw, out)
+
+        return decode
+
+    def _oneof_decoder(
+        self, type_key: str, by_type: dict[str, FieldDescriptor]
+    ) -> Callable[[Mapping[str, Any], Any], None]:
+        def decode(raw: Mapping[str, Any], out: Any) -> None:
+            field = by_type.get(raw[type_key])
+            if field is None:
+                raise ValueError(f"unknown {type_key} {raw[type_key]!r}")
+            member = getattr(out, field.name)
+            member.SetInParent()
+            self.decoder(_sub(field))(raw, member)
+
+        return decode
+
+    def _field_decoder(
+        self, field: FieldDescriptor, options: jo.JsonField
+    ) -> Callable[[Mapping[str, Any], Any], None]:
+        key, name = json_key(field), field.name
+        missing = json.loads(options.missing_json) if options.missing_json else None
+        has_missing = bool(options.missing_json)
+        value_of = self._value_decoder(field)
+        if field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated:
+            parser = self._parsers.get(_sub(field).full_name)
+
+            def decode_message(raw: Mapping[str, Any], out: Any) -> None:
+                if key in raw:
+                    value = raw[key]
+                elif has_missing:
+                    value = missing
+                else:
+                    return
+                if parser is not None:
+                    getattr(out, name).CopyFrom(parser(value))
+                else:
+                    sub = getattr(out, name)
+                    sub.SetInParent()
+                    self.decoder(_sub(field))(value, sub)
+
+            return decode_message
+        if field.is_repeated:
+
+            def decode_repeated(raw: Mapping[str, Any], out: Any) -> None:
+                if key in raw:
+                    getattr(out, name).extend(value_of(v) for v in raw[key])
+
+            return decode_repeated
+
+        def decode_scalar(raw: Mapping[str, Any], out: Any) -> None:
+            if key in raw:
+                setattr(out, name, value_of(raw[key]))
+            elif has_missing:
+                setattr(out, name, value_of(missing))
+
+        return decode_scalar
+
+    def _value_decoder(self, field: FieldDescriptor) -> Callable[[Any], Any]:
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            names = enum_from_json(_enum(field))
+            return names.__getitem__
+        if field.type in _INTS:
+            return int
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            true_name = field_json(field).bool_names[:1]
+            return (lambda v: v == true_name[0]) if true_name else bool
+        if field.type == FieldDescriptor.TYPE_STRING:
+            return str
+        return lambda v: v
+
+
+class _MessageSource:
+    """The generated body of one message type's encoder."""
+
+    def __init__(self, codec: Codec, descriptor: Descriptor, without: frozenset[str]) -> None:
+        self.codec = codec
+        self.descriptor = descriptor
+        self.without = without
+        self.fields = descriptor.fields_by_name
+        self.temp = 0
+
+    def lines(self) -> list[str]:
+        # Each item: (key, expression) for an unconditional key, or statements writing into `o`.
+        self.items: list[tuple[str, str] | list[str]] = []
+        self.head: list[str] = []
+        order = list(_message_json(self.descriptor).order) or [f.name for f in self.descriptor.fields]
+        lifted: dict[str, set[str]] = {}
+        for path in order:
+            if "." in path:
+                parent, sub = path.split(".", 1)
+                lifted.setdefault(parent, set()).add(sub)
+        intos = {field_json(f).into: f for f in self.descriptor.fields if field_json(f).into}
+        groups_done: set[str] = set()
+        oneofs_done: set[str] = set()
+        for path in order:
+            if "." in path:
+                parent, sub = path.split(".", 1)
+                holder = self.fields[parent]
+                field = _sub(holder).fields_by_name[sub]
+                self._field(field, f"m.{parent}", into=None)
+                continue
+            field = self.fields[path]
+            options = field_json(field)
+            if field.name in self.without or options.omit or options.into:
+                continue
+            if options.group:
+                if options.group not in groups_done:
+                    groups_done.add(options.group)
+                    self._group(options.group)
+                continue
+            oneof = _real_oneof(field)
+            if oneof is not None and _type_key(field):
+                if oneof.name not in oneofs_done:
+                    oneofs_done.add(oneof.name)
+                    self._oneof(oneof.name, _type_key(field))
+                continue
+            self._field(
+                field,
+                "m",
+                into=intos.get(field.name),
+                without=frozenset(lifted.get(field.name, ())),
+                when_set=oneof is not None,
+            )
+        return self._assemble()
+
+    def _assemble(self) -> list[str]:
+        out = list(self.head)
+        literal: list[str] = []
+        rest: list[str] = []
+        for item in self.items:
+            if isinstance(item, tuple) and not rest:
+                literal.append(f"{item[0]!r}: {item[1]}")
+            elif isinstance(item, tuple):
+                rest.append(f"o[{item[0]!r}] = {item[1]}")
+            else:
+                rest.extend(item)
+        if not rest:
+            return [*out, "return {" + ", ".join(literal) + "}"]
+        return [*out, "o = {" + ", ".join(literal) + "}", *rest, "return o"]
+
+    def _statements(self, lines: list[str]) -> None:
+        last = self.items[-1] if self.items else None
+        if (
+            isinstance(last, list)
+            and lines[0].startswith("if ")
+            and last[0] == lines[0]
+            and "else:" not in last
+        ):
+            last.extend(lines[1:])  # one test for consecutive keys under the same condition
+        else:
+            self.items.append(lines)
+
+    def _oneof(self, name: str, type_key: str) -> None:
+        """The discriminator first of all keys, the member's keys where the oneof is declared."""
+        kind = f"k{self.temp}"
+        self.temp += 1
+        members = self.descriptor.oneofs_by_name[name].fields
+        table = {f.name: (camel(f.name), self.codec.encoder(_sub(f))) for f in members}
+        self.head.append(f"{kind} = m.WhichOneof({name!r})")
+        self.head.append(f"if {kind} is None:")
+        self.head.append(f"    raise ValueError('{self.descriptor.name} without a {name}: ' + repr(m))")
+        self.head.append(f"t{kind}, e{kind} = {self.codec._name('oneof_', table)}[{kind}]")
+        # The type key goes first, so `o` is built from a literal holding it.
+        self.items.insert(0, (type_key, f"t{kind}"))
+        self._statements([f"o.update(e{kind}(getattr(m, {kind})))"])
+
+    def _group(self, group: str) -> None:
+        members = [f for f in self.descriptor.fields if field_json(f).group == group]
+        test = " and ".join(f"m.HasField({f.name!r})" for f in members)
+        parts = ", ".join(f"{json_key(f)!r}: {self._value(f, 'm')}" for f in members)
+        self._statements([f"if {test}:", f"    o[{group!r}] = {{{parts}}}"])
+
+    def _field(
+        self,
+        field: FieldDescriptor,
+        holder: str,
+        into: FieldDescriptor | None,
+        without: frozenset[str] = frozenset(),
+        when_set: bool = False,
+    ) -> None:
+        options = field_json(field)
+        key = json_key(field)
+        value = self._value(field, holder, without)
+        presence = options.presence
+        if when_set:
+            presence = jo.JSON_PRESENCE_WHEN_SET
+        has = self._has(field, holder)
+        if presence == jo.JSON_PRESENCE_NULL_WHEN_UNSET:
+            value = f"({value} if {has} else None)"
+        condition = ""
+        if presence == jo.JSON_PRESENCE_WHEN_SET:
+            condition = has
+        if options.when:
+            condition = " and ".join(filter(None, [self._when(options.when), condition]))
+        if into is not None:
+            # The sibling's value is written as the last key of this field's object.
+            temp = f"v{self.temp}"
+            self.temp += 1
+            extra = self._value(into, holder)
+            extra_has = "True"
+            if field_json(into).presence == jo.JSON_PRESENCE_WHEN_SET:
+                extra_has = self._has(into, holder)
+            lines = [f"{temp} = {value}", f"if {extra_has}:", f"    {temp}[{json_key(into)!r}] = {extra}"]
+            lines.append(f"o[{key!r}] = {temp}")
+            if condition:
+                lines = [f"if {condition}:", *(f"    {line}" for line in lines)]
+            self._statements(lines)
+            return
+        if options.inline:
+            line = f"o.update({value})"
+            self._statements([f"if {condition}:", f"    {line}"] if condition else [line])
+            return
+        if condition:
+            self._statements([f"if {condition}:", f"    o[{key!r}] = {value}"])
+        else:
+            self.items.append((key, value))
+
+    def _when(self, when: str) -> str:
+        name, _, enum_value = when.partition("=")
+        field = self.fields[name]
+        if not enum_value:
+            return self._has(field, "m")
+        return f"m.{name} == {_enum(field).values_by_name[enum_value].number}"
+
+    @staticmethod
+    def _has(field: FieldDescriptor, holder: str) -> str:
+        if field.has_presence and not field.is_repeated:
+            return f"{holder}.HasField({field.name!r})"
+        return f"{holder}.{field.name}"
+
+    def _value(self, field: FieldDescriptor, holder: str, without: frozenset[str] = frozenset()) -> str:
+        options = field_json(field)
+        read = f"{holder}.{field.name}"
+        if options.fallback:
+            read = f"({read} or {holder}.{options.fallback})"
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = _sub(field).fields_by_name["value"]
+            if value_field.type == FieldDescriptor.TYPE_MESSAGE:
+                return f"{{k: {self._one(value_field, 'x')} for k, x in {read}.items()}}"
+            return f"dict({read})"
+        if field.is_repeated:
+            if options.as_map:
+                key_field, value_field = _sub(field).fields[:2]
+                value = self._one(value_field, "x." + value_field.name)
+                return f"{{x.{key_field.name}: {value} for x in {read}}}"
+            one = self._one(field, "x", without)
+            return f"list({read})" if one == "x" else f"[{one} for x in {read}]"
+        value = self._one(field, read, without)
+        if options.unset_json:
+            literal = repr(json.loads(options.unset_json))
+            value = f"({value} if {holder}.HasField({field.name!r}) else {literal})"
+        return value
+
+    def _one(self, field: FieldDescriptor, read: str, without: frozenset[str] = frozenset()) -> str:
+        """The expression for one value of ``field`` read by ``read``."""
+        options = field_json(field)
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            return f"{self.codec._name('enc_', self.codec.encoder(_sub(field), without))}({read})"
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            table = enum_json(_enum(field))
+            default = table.get(0)
+            return f"{self.codec._name('enum_', table)}.get({read}, {default!r})"
+        if options.as_string:
+            return f"str({read})"
+        if options.bool_names:
+            yes, no = options.bool_names
+            return f"({yes!r} if {read} else {no!r})"
+        if options.camel_value:
+            return f"{self.codec._name('camel_', camel)}({read})"
+        return read
