@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, OneofDescriptor
 from google.protobuf.message import Message
 
@@ -133,22 +135,40 @@ class Codec:
         self._projection_makers = dict(projections or {})
         self._projections: dict[str, Projection] = {}
         self._parsers = dict(parsers or {})
-        self._encoders: dict[tuple[str, frozenset[str]], Encoder] = {}
+        self._encoders: dict[tuple[str, frozenset[str], bool], Encoder] = {}
         self._decoders: dict[str, Decoder] = {}
+        self._memos: dict[tuple[str, frozenset[str]], _Memo] = {}
         self._names: dict[str, object] = {}
         self.sources: dict[str, str] = {}  # generated source per function, for reading and debugging
 
     # -- encoding ---------------------------------------------------------------------------
 
-    def encoder(self, descriptor: Descriptor, without: frozenset[str] = frozenset()) -> Encoder:
+    def encoder(
+        self, descriptor: Descriptor, without: frozenset[str] = frozenset(), frames: bool = False
+    ) -> Encoder:
         """The function writing a ``descriptor`` message as a JSON object (``without``: fields
-        lifted into the parent's object and left out of this one)."""
-        key = (descriptor.full_name, without)
+        lifted into the parent's object and left out of this one).
+
+        With ``frames``, for ``orjson.dumps`` only: parts declared with ``memo`` are
+        ``orjson.Fragment`` texts kept per distinct wire encoding, the rest as without.
+        """
+        key = (descriptor.full_name, without, frames)
         found = self._encoders.get(key)
         if found is None:
             projection = _message_json(descriptor).projection
-            found = self._projection(projection) if projection else self._compile(descriptor, without)
+            found = self._projection(projection) if projection else self._compile(descriptor, without, frames)
             self._encoders[key] = found
+        return found
+
+    def part(self, descriptor: Descriptor, without: frozenset[str], frames: bool) -> Callable[[Any], object]:
+        """The encoder of a sub-message value: a kept text for a ``memo`` part of a frame."""
+        memo = _message_json(descriptor).memo
+        if not frames or not memo:
+            return self.encoder(descriptor, without, frames)
+        key = (descriptor.full_name, without)
+        found = self._memos.get(key)
+        if found is None:
+            found = self._memos[key] = _Memo(self.encoder(descriptor, without, frames), memo)
         return found
 
     def encode(self, msg: Message) -> dict[str, Any]:
@@ -170,15 +190,16 @@ class Codec:
         self._names[name] = value
         return name
 
-    def _compile(self, descriptor: Descriptor, without: frozenset[str]) -> Encoder:
+    def _compile(self, descriptor: Descriptor, without: frozenset[str], frames: bool) -> Encoder:
         fn = self._name("enc_", None)
-        body = _MessageSource(self, descriptor, without).lines()
+        body = _MessageSource(self, descriptor, without, frames).lines()
         source = f"def {fn}(m):\n" + "".join(f"    {line}\n" for line in body)
         namespace: dict[str, object] = dict(self._names)
         exec(compile(source, f"<codec {descriptor.full_name}>", "exec"), namespace)
         compiled: Encoder = namespace[fn]  # type: ignore[assignment]
         self._names[fn] = compiled
-        self.sources[descriptor.full_name + ("" if not without else f" without {sorted(without)}")] = source
+        name = descriptor.full_name + (f" without {sorted(without)}" if without else "")
+        self.sources[name + (" (frames)" if frames else "")] = source
         return compiled
 
     # -- decoding ---------------------------------------------------------------------------
@@ -284,13 +305,43 @@ class Codec:
         return lambda v: v
 
 
+class _Memo:
+    """A part's JSON text per distinct wire encoding, the oldest dropped first when full.
+
+    Encoding a small message is one C call, cheaper than the field reads of its encoder. No LRU
+    bookkeeping on hits: the entries that matter are young (this move's seats and plays) or few
+    (cards, options). An OrderedDict: a plain dict slows down when its oldest keys are deleted
+    over and over (each lookup of the first key walks over the holes left in front).
+    """
+
+    def __init__(self, encode: Encoder, max_entries: int) -> None:
+        self._encode = encode
+        self.max_entries = max_entries
+        self._entries: OrderedDict[bytes, orjson.Fragment] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __call__(self, msg: Any) -> orjson.Fragment:
+        key = msg.SerializeToString()
+        hit = self._entries.get(key)
+        if hit is None:
+            # bytes(memoryview(...)): orjson returns its whole work buffer; keep only the text.
+            hit = orjson.Fragment(bytes(memoryview(orjson.dumps(self._encode(msg)))))
+            if len(self._entries) >= self.max_entries:
+                self._entries.popitem(last=False)
+            self._entries[key] = hit
+        return hit
+
+
 class _MessageSource:
     """The generated body of one message type's encoder."""
 
-    def __init__(self, codec: Codec, descriptor: Descriptor, without: frozenset[str]) -> None:
+    def __init__(self, codec: Codec, descriptor: Descriptor, without: frozenset[str], frames: bool) -> None:
         self.codec = codec
         self.descriptor = descriptor
         self.without = without
+        self.frames = frames
         self.fields = descriptor.fields_by_name
         self.temp = 0
 
@@ -370,7 +421,9 @@ class _MessageSource:
         kind = f"k{self.temp}"
         self.temp += 1
         members = self.descriptor.oneofs_by_name[name].fields
-        table = {f.name: (camel(f.name), self.codec.encoder(_sub(f))) for f in members}
+        table = {
+            f.name: (camel(f.name), self.codec.encoder(_sub(f), frozenset(), self.frames)) for f in members
+        }
         self.head.append(f"{kind} = m.WhichOneof({name!r})")
         self.head.append(f"if {kind} is None:")
         self.head.append(f"    raise ValueError('{self.descriptor.name} without a {name}: ' + repr(m))")
@@ -395,7 +448,8 @@ class _MessageSource:
     ) -> None:
         options = field_json(field)
         key = json_key(field)
-        value = self._value(field, holder, without)
+        # A value that gets a key added (`into`) or is merged into `o` (`inline`) must be a dict.
+        value = self._value(field, holder, without, plain=into is not None or options.inline)
         presence = options.presence
         if when_set:
             presence = jo.JSON_PRESENCE_WHEN_SET
@@ -443,7 +497,10 @@ class _MessageSource:
             return f"{holder}.HasField({field.name!r})"
         return f"{holder}.{field.name}"
 
-    def _value(self, field: FieldDescriptor, holder: str, without: frozenset[str] = frozenset()) -> str:
+    def _value(
+        self, field: FieldDescriptor, holder: str, without: frozenset[str] = frozenset(), plain: bool = False
+    ) -> str:
+        """The expression for ``field``'s value (``plain``: a dict even for a ``memo`` part)."""
         options = field_json(field)
         read = f"{holder}.{field.name}"
         if options.fallback:
@@ -460,17 +517,24 @@ class _MessageSource:
                 return f"{{x.{key_field.name}: {value} for x in {read}}}"
             one = self._one(field, "x", without)
             return f"list({read})" if one == "x" else f"[{one} for x in {read}]"
-        value = self._one(field, read, without)
+        value = self._one(field, read, without, plain)
         if options.unset_json:
             literal = repr(json.loads(options.unset_json))
             value = f"({value} if {holder}.HasField({field.name!r}) else {literal})"
         return value
 
-    def _one(self, field: FieldDescriptor, read: str, without: frozenset[str] = frozenset()) -> str:
+    def _one(
+        self, field: FieldDescriptor, read: str, without: frozenset[str] = frozenset(), plain: bool = False
+    ) -> str:
         """The expression for one value of ``field`` read by ``read``."""
         options = field_json(field)
         if field.type == FieldDescriptor.TYPE_MESSAGE:
-            return f"{self.codec._name('enc_', self.codec.encoder(_sub(field), without))}({read})"
+            sub = _sub(field)
+            if plain or field_json(field).inline:
+                encode: Callable[[Any], object] = self.codec.encoder(sub, without, self.frames)
+            else:
+                encode = self.codec.part(sub, without, self.frames)
+            return f"{self.codec._name('enc_', encode)}({read})"
         if field.type == FieldDescriptor.TYPE_ENUM:
             table = enum_json(_enum(field))
             default = table.get(0)

@@ -98,6 +98,7 @@ CODEC = Codec(
     parsers={game_pb2.Options.DESCRIPTOR.full_name: _parse_options},
 )
 _server = CODEC.encoder(gw.ServerMessage.DESCRIPTOR)
+_frame = CODEC.encoder(gw.ServerMessage.DESCRIPTOR, frames=True)
 _client = CODEC.decoder(gw.ClientMessage.DESCRIPTOR)
 _action = CODEC.decoder(game_pb2.Action.DESCRIPTOR)
 
@@ -113,7 +114,10 @@ def exact_copy(data: bytes) -> bytes:
 
 def server_json(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> dict[str, object]:
     """A server message as the JSON object of the protocol (``reply_id`` echoes the client's id)."""
-    out = _server(msg)
+    return _with_id(_server(msg), reply_id)
+
+
+def _with_id(out: dict[str, Any], reply_id: JsonId | None) -> dict[str, Any]:
     if reply_id is None:
         return out
     with_id: dict[str, object] = {"type": out.pop("type"), "id": reply_id}
@@ -133,7 +137,7 @@ def server_bytes(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> bytes
     Byte for byte ``json.dumps(server_json(msg, reply_id), ensure_ascii=False,
     separators=(",", ":")).encode()``.
     """
-    out = server_json(msg, reply_id)
+    out = _with_id(_frame(msg), reply_id)
     if isinstance(reply_id, int) and not _ORJSON_INT_MIN <= reply_id <= _ORJSON_INT_MAX:
         out["id"] = orjson.Fragment(int.__repr__(reply_id))  # json.dumps writes ints this way
     return orjson.dumps(out)

@@ -218,12 +218,17 @@ class JsonMessage(_message.Message):
     ORDER_FIELD_NUMBER: _builtins.int
     PROJECTION_FIELD_NUMBER: _builtins.int
     SCHEMA_NAME_FIELD_NUMBER: _builtins.int
+    MEMO_FIELD_NUMBER: _builtins.int
     projection: _builtins.str
     """The object is not built from the fields: a function registered under this name with the
     codec builds it (a projection of several fields that no field option describes).
     """
     schema_name: _builtins.str
     """The JSON Schema `$defs` name of the object; default the message name."""
+    memo: _builtins.int
+    """The frame encoder keeps the JSON text of up to this many distinct values (by wire encoding):
+    for small parts that recur unchanged from message to message (options, cards, seats, plays).
+    """
     @_builtins.property
     def order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The keys written, in this order, as field names; "field.sub" lifts a sub-message's field
@@ -236,10 +241,11 @@ class JsonMessage(_message.Message):
         order: _abc.Iterable[_builtins.str] | None = ...,
         projection: _builtins.str = ...,
         schema_name: _builtins.str = ...,
+        memo: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order", "projection", b"projection", "schema_name", b"schema_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ninetynine.common.v1 import json_options_pb2 as ninetynine_dot_common_dot_v1_dot_json__options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/game.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\"\xc8\x05\n\x07Options\x12(\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12$\n\thand_size\x18\x02 \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x00\x88\x01\x01\x12\x35\n\x0bstart_total\x18\x03 \x01(\x0e\x32 .ninetynine.engine.v1.StartTotal\x12(\n\x06refill\x18\x04 \x01(\x08\x42\x13\xfa\xf2\x18\x0fR\x04\"on\"Z\x02onZ\x03offH\x01\x88\x01\x01\x12 \n\x05lives\x18\x05 \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x02\x88\x01\x01\x12/\n\x0con_the_board\x18\x06 \x01(\x08\x42\x14\xfa\xf2\x18\x10R\x05\"off\"Z\x02onZ\x03offH\x03\x88\x01\x01\x12\x41\n\x11\x61\x66ter_elimination\x18\x07 \x01(\x0e\x32&.ninetynine.engine.v1.AfterElimination\x12\x38\n\rfloor_at_zero\x18\x08 \x01(\x0e\x32!.ninetynine.engine.v1.FloorAtZero\x12$\n\x0especial_counts\x18\t \x01(\rB\x07\xfa\xf2\x18\x03R\x01\x34H\x04\x88\x01\x01\x12\x35\n\x0bjoker_range\x18\n \x01(\x0e\x32 .ninetynine.engine.v1.JokerRange\x12\x1f\n\x08\x61\x63\x65_high\x18\x0b \x01(\rB\x08\xfa\xf2\x18\x04R\x02\x31\x31H\x05\x88\x01\x01\x12%\n\ndeck_count\x18\x0c \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x06\x88\x01\x01\x12#\n\x0cturn_seconds\x18\r \x01(\rB\x08\xfa\xf2\x18\x04R\x02\x31\x35H\x07\x88\x01\x01\x42\x0c\n\n_hand_sizeB\t\n\x07_refillB\x08\n\x06_livesB\x0f\n\r_on_the_boardB\x11\n\x0f_special_countsB\x0b\n\t_ace_highB\r\n\x0b_deck_countB\x0f\n\r_turn_seconds\"]\n\x04\x43\x61rd\x12\n\n\x02id\x18\x01 \x01(\t\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKind\x12\r\n\x05value\x18\x03 \x01(\r\x12\x0c\n\x04\x66\x61\x63\x65\x18\x04 \x01(\t\"\xe7\x01\n\x06\x41\x63tion\x12\x0f\n\x07\x63\x61rd_id\x18\x01 \x01(\t\x12\x30\n\x04sign\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.SignB\x06\xfa\xf2\x18\x02\x18\x01\x12\x1e\n\tace_value\x18\x03 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x01H\x00\x88\x01\x01\x12 \n\x0bjoker_value\x18\x04 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x01H\x01\x88\x01\x01\x12:\n\x03\x64ir\x18\x05 \x01(\x0e\x32%.ninetynine.engine.v1.DirectionChoiceB\x06\xfa\xf2\x18\x02\x18\x01\x42\x0c\n\n_ace_valueB\x0e\n\x0c_joker_value\"\x90\x01\n\tRankEntry\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\x12\n\nlives_lost\x18\x03 \x01(\r\x12(\n\x13\x65liminated_at_round\x18\x04 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x02H\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\x88\x01\n\nGameResult\x12\x30\n\x07ranking\x18\x01 \x03(\x0b\x32\x1f.ninetynine.engine.v1.RankEntry\x12\x0e\n\x06winner\x18\x02 \x03(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x12\n\nsummary_en\x18\x04 \x01(\t\x12\x13\n\x0b\x66inal_total\x18\x05 \x01(\x05*g\n\x04Mode\x12&\n\x10MODE_UNSPECIFIED\x10\x00\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12%\n\x0fMODE_KR_PRODUCT\x10\x01\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12\x10\n\x0cMODE_CLASSIC\x10\x02*a\n\nStartTotal\x12\'\n\x17START_TOTAL_UNSPECIFIED\x10\x00\x1a\n\x92\xf3\x18\x06\n\x04\x61uto\x12\x14\n\x10START_TOTAL_AUTO\x10\x01\x12\x14\n\x10START_TOTAL_ZERO\x10\x02*\x82\x01\n\x10\x41\x66terElimination\x12\x31\n\x1d\x41\x46TER_ELIMINATION_UNSPECIFIED\x10\x00\x1a\x0e\x92\xf3\x18\n\n\x08\x63ontinue\x12\x1e\n\x1a\x41\x46TER_ELIMINATION_CONTINUE\x10\x01\x12\x1b\n\x17\x41\x46TER_ELIMINATION_RESET\x10\x02*m\n\x0b\x46loorAtZero\x12+\n\x19\x46LOOR_AT_ZERO_UNSPECIFIED\x10\x00\x1a\x0c\x92\xf3\x18\x08\n\x06\x66orbid\x12\x18\n\x14\x46LOOR_AT_ZERO_FORBID\x10\x01\x12\x17\n\x13\x46LOOR_AT_ZERO_CLAMP\x10\x02*|\n\nJokerRange\x12(\n\x17JOKER_RANGE_UNSPECIFIED\x10\x00\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12\"\n\x11JOKER_RANGE_60_99\x10\x01\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12 \n\x10JOKER_RANGE_0_99\x10\x02\x1a\n\x92\xf3\x18\x06\n\x04\x30-99*\xed\x01\n\x08\x43\x61rdKind\x12$\n\x15\x43\x41RD_KIND_UNSPECIFIED\x10\x00\x1a\t\x92\xf3\x18\x05\n\x03\x61\x64\x64\x12\x11\n\rCARD_KIND_ADD\x10\x01\x12\x18\n\x14\x43\x41RD_KIND_PLUS_MINUS\x10\x02\x12\x15\n\x11\x43\x41RD_KIND_REVERSE\x10\x03\x12\x12\n\x0e\x43\x41RD_KIND_ZERO\x10\x04\x12\x12\n\x0e\x43\x41RD_KIND_HOLD\x10\x05\x12\x13\n\x0f\x43\x41RD_KIND_MINUS\x10\x06\x12\x11\n\rCARD_KIND_ACE\x10\x07\x12\x12\n\x0e\x43\x41RD_KIND_TO99\x10\x08\x12\x13\n\x0f\x43\x41RD_KIND_JOKER\x10\t*M\n\x04Sign\x12\x14\n\x10SIGN_UNSPECIFIED\x10\x00\x12\x16\n\tSIGN_PLUS\x10\x01\x1a\x07\x92\xf3\x18\x03\n\x01+\x12\x17\n\nSIGN_MINUS\x10\x02\x1a\x07\x92\xf3\x18\x03\n\x01-*l\n\x0f\x44irectionChoice\x12 \n\x1c\x44IRECTION_CHOICE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44IRECTION_CHOICE_KEEP\x10\x01\x12\x1c\n\x18\x44IRECTION_CHOICE_REVERSE\x10\x02*\x80\x01\n\tDirection\x12!\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x1a\x06\x92\xf3\x18\x02\x10\x01\x12\x1f\n\x13\x44IRECTION_CLOCKWISE\x10\x01\x1a\x06\x92\xf3\x18\x02\x10\x01\x12/\n\x1a\x44IRECTION_COUNTERCLOCKWISE\x10\x02\x1a\x0f\x92\xf3\x18\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/game.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\"\xd1\x05\n\x07Options\x12(\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12$\n\thand_size\x18\x02 \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x00\x88\x01\x01\x12\x35\n\x0bstart_total\x18\x03 \x01(\x0e\x32 .ninetynine.engine.v1.StartTotal\x12(\n\x06refill\x18\x04 \x01(\x08\x42\x13\xfa\xf2\x18\x0fR\x04\"on\"Z\x02onZ\x03offH\x01\x88\x01\x01\x12 \n\x05lives\x18\x05 \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x02\x88\x01\x01\x12/\n\x0con_the_board\x18\x06 \x01(\x08\x42\x14\xfa\xf2\x18\x10R\x05\"off\"Z\x02onZ\x03offH\x03\x88\x01\x01\x12\x41\n\x11\x61\x66ter_elimination\x18\x07 \x01(\x0e\x32&.ninetynine.engine.v1.AfterElimination\x12\x38\n\rfloor_at_zero\x18\x08 \x01(\x0e\x32!.ninetynine.engine.v1.FloorAtZero\x12$\n\x0especial_counts\x18\t \x01(\rB\x07\xfa\xf2\x18\x03R\x01\x34H\x04\x88\x01\x01\x12\x35\n\x0bjoker_range\x18\n \x01(\x0e\x32 .ninetynine.engine.v1.JokerRange\x12\x1f\n\x08\x61\x63\x65_high\x18\x0b \x01(\rB\x08\xfa\xf2\x18\x04R\x02\x31\x31H\x05\x88\x01\x01\x12%\n\ndeck_count\x18\x0c \x01(\rB\x0c\xfa\xf2\x18\x08R\x06\"auto\"H\x06\x88\x01\x01\x12#\n\x0cturn_seconds\x18\r \x01(\rB\x08\xfa\xf2\x18\x04R\x02\x31\x35H\x07\x88\x01\x01:\x07\x82\xf3\x18\x03 \x80\x02\x42\x0c\n\n_hand_sizeB\t\n\x07_refillB\x08\n\x06_livesB\x0f\n\r_on_the_boardB\x11\n\x0f_special_countsB\x0b\n\t_ace_highB\r\n\x0b_deck_countB\x0f\n\r_turn_seconds\"f\n\x04\x43\x61rd\x12\n\n\x02id\x18\x01 \x01(\t\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKind\x12\r\n\x05value\x18\x03 \x01(\r\x12\x0c\n\x04\x66\x61\x63\x65\x18\x04 \x01(\t:\x07\x82\xf3\x18\x03 \x80\x08\"\xf0\x01\n\x06\x41\x63tion\x12\x0f\n\x07\x63\x61rd_id\x18\x01 \x01(\t\x12\x30\n\x04sign\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.SignB\x06\xfa\xf2\x18\x02\x18\x01\x12\x1e\n\tace_value\x18\x03 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x01H\x00\x88\x01\x01\x12 \n\x0bjoker_value\x18\x04 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x01H\x01\x88\x01\x01\x12:\n\x03\x64ir\x18\x05 \x01(\x0e\x32%.ninetynine.engine.v1.DirectionChoiceB\x06\xfa\xf2\x18\x02\x18\x01:\x07\x82\xf3\x18\x03 \x80 B\x0c\n\n_ace_valueB\x0e\n\x0c_joker_value\"\x90\x01\n\tRankEntry\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\x12\n\nlives_lost\x18\x03 \x01(\r\x12(\n\x13\x65liminated_at_round\x18\x04 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x02H\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\x88\x01\n\nGameResult\x12\x30\n\x07ranking\x18\x01 \x03(\x0b\x32\x1f.ninetynine.engine.v1.RankEntry\x12\x0e\n\x06winner\x18\x02 \x03(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x12\n\nsummary_en\x18\x04 \x01(\t\x12\x13\n\x0b\x66inal_total\x18\x05 \x01(\x05*g\n\x04Mode\x12&\n\x10MODE_UNSPECIFIED\x10\x00\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12%\n\x0fMODE_KR_PRODUCT\x10\x01\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12\x10\n\x0cMODE_CLASSIC\x10\x02*a\n\nStartTotal\x12\'\n\x17START_TOTAL_UNSPECIFIED\x10\x00\x1a\n\x92\xf3\x18\x06\n\x04\x61uto\x12\x14\n\x10START_TOTAL_AUTO\x10\x01\x12\x14\n\x10START_TOTAL_ZERO\x10\x02*\x82\x01\n\x10\x41\x66terElimination\x12\x31\n\x1d\x41\x46TER_ELIMINATION_UNSPECIFIED\x10\x00\x1a\x0e\x92\xf3\x18\n\n\x08\x63ontinue\x12\x1e\n\x1a\x41\x46TER_ELIMINATION_CONTINUE\x10\x01\x12\x1b\n\x17\x41\x46TER_ELIMINATION_RESET\x10\x02*m\n\x0b\x46loorAtZero\x12+\n\x19\x46LOOR_AT_ZERO_UNSPECIFIED\x10\x00\x1a\x0c\x92\xf3\x18\x08\n\x06\x66orbid\x12\x18\n\x14\x46LOOR_AT_ZERO_FORBID\x10\x01\x12\x17\n\x13\x46LOOR_AT_ZERO_CLAMP\x10\x02*|\n\nJokerRange\x12(\n\x17JOKER_RANGE_UNSPECIFIED\x10\x00\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12\"\n\x11JOKER_RANGE_60_99\x10\x01\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12 \n\x10JOKER_RANGE_0_99\x10\x02\x1a\n\x92\xf3\x18\x06\n\x04\x30-99*\xed\x01\n\x08\x43\x61rdKind\x12$\n\x15\x43\x41RD_KIND_UNSPECIFIED\x10\x00\x1a\t\x92\xf3\x18\x05\n\x03\x61\x64\x64\x12\x11\n\rCARD_KIND_ADD\x10\x01\x12\x18\n\x14\x43\x41RD_KIND_PLUS_MINUS\x10\x02\x12\x15\n\x11\x43\x41RD_KIND_REVERSE\x10\x03\x12\x12\n\x0e\x43\x41RD_KIND_ZERO\x10\x04\x12\x12\n\x0e\x43\x41RD_KIND_HOLD\x10\x05\x12\x13\n\x0f\x43\x41RD_KIND_MINUS\x10\x06\x12\x11\n\rCARD_KIND_ACE\x10\x07\x12\x12\n\x0e\x43\x41RD_KIND_TO99\x10\x08\x12\x13\n\x0f\x43\x41RD_KIND_JOKER\x10\t*M\n\x04Sign\x12\x14\n\x10SIGN_UNSPECIFIED\x10\x00\x12\x16\n\tSIGN_PLUS\x10\x01\x1a\x07\x92\xf3\x18\x03\n\x01+\x12\x17\n\nSIGN_MINUS\x10\x02\x1a\x07\x92\xf3\x18\x03\n\x01-*l\n\x0f\x44irectionChoice\x12 \n\x1c\x44IRECTION_CHOICE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44IRECTION_CHOICE_KEEP\x10\x01\x12\x1c\n\x18\x44IRECTION_CHOICE_REVERSE\x10\x02*\x80\x01\n\tDirection\x12!\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x1a\x06\x92\xf3\x18\x02\x10\x01\x12\x1f\n\x13\x44IRECTION_CLOCKWISE\x10\x01\x1a\x06\x92\xf3\x18\x02\x10\x01\x12/\n\x1a\x44IRECTION_COUNTERCLOCKWISE\x10\x02\x1a\x0f\x92\xf3\x18\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -76,6 +76,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OPTIONS'].fields_by_name['deck_count']._serialized_options = b'\372\362\030\010R\006\"auto\"'
   _globals['_OPTIONS'].fields_by_name['turn_seconds']._loaded_options = None
   _globals['_OPTIONS'].fields_by_name['turn_seconds']._serialized_options = b'\372\362\030\004R\00215'
+  _globals['_OPTIONS']._loaded_options = None
+  _globals['_OPTIONS']._serialized_options = b'\202\363\030\003 \200\002'
+  _globals['_CARD']._loaded_options = None
+  _globals['_CARD']._serialized_options = b'\202\363\030\003 \200\010'
   _globals['_ACTION'].fields_by_name['sign']._loaded_options = None
   _globals['_ACTION'].fields_by_name['sign']._serialized_options = b'\372\362\030\002\030\001'
   _globals['_ACTION'].fields_by_name['ace_value']._loaded_options = None
@@ -84,36 +88,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACTION'].fields_by_name['joker_value']._serialized_options = b'\372\362\030\002\030\001'
   _globals['_ACTION'].fields_by_name['dir']._loaded_options = None
   _globals['_ACTION'].fields_by_name['dir']._serialized_options = b'\372\362\030\002\030\001'
+  _globals['_ACTION']._loaded_options = None
+  _globals['_ACTION']._serialized_options = b'\202\363\030\003 \200 '
   _globals['_RANKENTRY'].fields_by_name['player_id']._loaded_options = None
   _globals['_RANKENTRY'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
   _globals['_RANKENTRY'].fields_by_name['eliminated_at_round']._loaded_options = None
   _globals['_RANKENTRY'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\002\030\002'
-  _globals['_MODE']._serialized_start=1428
-  _globals['_MODE']._serialized_end=1531
-  _globals['_STARTTOTAL']._serialized_start=1533
-  _globals['_STARTTOTAL']._serialized_end=1630
-  _globals['_AFTERELIMINATION']._serialized_start=1633
-  _globals['_AFTERELIMINATION']._serialized_end=1763
-  _globals['_FLOORATZERO']._serialized_start=1765
-  _globals['_FLOORATZERO']._serialized_end=1874
-  _globals['_JOKERRANGE']._serialized_start=1876
-  _globals['_JOKERRANGE']._serialized_end=2000
-  _globals['_CARDKIND']._serialized_start=2003
-  _globals['_CARDKIND']._serialized_end=2240
-  _globals['_SIGN']._serialized_start=2242
-  _globals['_SIGN']._serialized_end=2319
-  _globals['_DIRECTIONCHOICE']._serialized_start=2321
-  _globals['_DIRECTIONCHOICE']._serialized_end=2429
-  _globals['_DIRECTION']._serialized_start=2432
-  _globals['_DIRECTION']._serialized_end=2560
+  _globals['_MODE']._serialized_start=1455
+  _globals['_MODE']._serialized_end=1558
+  _globals['_STARTTOTAL']._serialized_start=1560
+  _globals['_STARTTOTAL']._serialized_end=1657
+  _globals['_AFTERELIMINATION']._serialized_start=1660
+  _globals['_AFTERELIMINATION']._serialized_end=1790
+  _globals['_FLOORATZERO']._serialized_start=1792
+  _globals['_FLOORATZERO']._serialized_end=1901
+  _globals['_JOKERRANGE']._serialized_start=1903
+  _globals['_JOKERRANGE']._serialized_end=2027
+  _globals['_CARDKIND']._serialized_start=2030
+  _globals['_CARDKIND']._serialized_end=2267
+  _globals['_SIGN']._serialized_start=2269
+  _globals['_SIGN']._serialized_end=2346
+  _globals['_DIRECTIONCHOICE']._serialized_start=2348
+  _globals['_DIRECTIONCHOICE']._serialized_end=2456
+  _globals['_DIRECTION']._serialized_start=2459
+  _globals['_DIRECTION']._serialized_end=2587
   _globals['_OPTIONS']._serialized_start=99
-  _globals['_OPTIONS']._serialized_end=811
-  _globals['_CARD']._serialized_start=813
-  _globals['_CARD']._serialized_end=906
-  _globals['_ACTION']._serialized_start=909
-  _globals['_ACTION']._serialized_end=1140
-  _globals['_RANKENTRY']._serialized_start=1143
-  _globals['_RANKENTRY']._serialized_end=1287
-  _globals['_GAMERESULT']._serialized_start=1290
-  _globals['_GAMERESULT']._serialized_end=1426
+  _globals['_OPTIONS']._serialized_end=820
+  _globals['_CARD']._serialized_start=822
+  _globals['_CARD']._serialized_end=924
+  _globals['_ACTION']._serialized_start=927
+  _globals['_ACTION']._serialized_end=1167
+  _globals['_RANKENTRY']._serialized_start=1170
+  _globals['_RANKENTRY']._serialized_end=1314
+  _globals['_GAMERESULT']._serialized_start=1317
+  _globals['_GAMERESULT']._serialized_end=1453
 # @@protoc_insertion_point(module_scope)
