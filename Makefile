@@ -72,9 +72,11 @@ bench-load: $(DEV_STAMP)
 
 protos: $(DEV_STAMP)
 	$(BIN)/python scripts/gen_protos.py
+	$(BIN)/python scripts/gen_schema.py
 
 protos-check: $(DEV_STAMP)
 	$(BIN)/python scripts/gen_protos.py --check
+	$(BIN)/python scripts/gen_schema.py --check
 
 # The tests against the lowest versions pyproject.toml allows, in a second venv (.venv-lowest).
 test-lowest:

@@ -142,6 +142,7 @@ class JsonField(_message.Message):
     MISSING_JSON_FIELD_NUMBER: _builtins.int
     REQUIRED_FIELD_NUMBER: _builtins.int
     BOUNDS_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The key, when not the lowerCamel name."""
     omit: _builtins.bool
@@ -175,6 +176,8 @@ class JsonField(_message.Message):
     """The JSON a client frame stands for when it leaves the key out."""
     required: _builtins.bool
     """The key is required in client frames."""
+    description: _builtins.str
+    """The JSON Schema `description` of the value."""
     @_builtins.property
     def bool_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """A bool written as these two strings (true first)."""
@@ -200,10 +203,11 @@ class JsonField(_message.Message):
         missing_json: _builtins.str = ...,
         required: _builtins.bool = ...,
         bounds: Global___JsonBounds | None = ...,
+        description: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["bounds", b"bounds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_map", b"as_map", "as_string", b"as_string", "bool_names", b"bool_names", "bounds", b"bounds", "camel_value", b"camel_value", "fallback", b"fallback", "group", b"group", "inline", b"inline", "into", b"into", "missing_json", b"missing_json", "name", b"name", "omit", b"omit", "presence", b"presence", "required", b"required", "unset_json", b"unset_json", "when", b"when"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_map", b"as_map", "as_string", b"as_string", "bool_names", b"bool_names", "bounds", b"bounds", "camel_value", b"camel_value", "description", b"description", "fallback", b"fallback", "group", b"group", "inline", b"inline", "into", b"into", "missing_json", b"missing_json", "name", b"name", "omit", b"omit", "presence", b"presence", "required", b"required", "unset_json", b"unset_json", "when", b"when"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -219,6 +223,7 @@ class JsonMessage(_message.Message):
     PROJECTION_FIELD_NUMBER: _builtins.int
     SCHEMA_NAME_FIELD_NUMBER: _builtins.int
     MEMO_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
     projection: _builtins.str
     """The object is not built from the fields: a function registered under this name with the
     codec builds it (a projection of several fields that no field option describes).
@@ -229,6 +234,8 @@ class JsonMessage(_message.Message):
     """The frame encoder keeps the JSON text of up to this many distinct values (by wire encoding):
     for small parts that recur unchanged from message to message (options, cards, seats, plays).
     """
+    description: _builtins.str
+    """The JSON Schema `description` of the object."""
     @_builtins.property
     def order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The keys written, in this order, as field names; "field.sub" lifts a sub-message's field
@@ -242,10 +249,11 @@ class JsonMessage(_message.Message):
         projection: _builtins.str = ...,
         schema_name: _builtins.str = ...,
         memo: _builtins.int = ...,
+        description: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

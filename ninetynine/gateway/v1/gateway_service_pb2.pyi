@@ -174,7 +174,7 @@ class CreateRoom(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """1..20 characters."""
+    """1..24 characters."""
     seats: _builtins.int
     """2..10."""
     @_builtins.property
