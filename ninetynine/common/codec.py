@@ -32,7 +32,19 @@ from google.protobuf.message import Message
 
 from ninetynine.common.v1 import json_options_pb2 as jo
 
-__all__ = ["Codec", "Decoder", "Encoder", "Parser", "Projection", "camel", "enum_json", "field_json"]
+__all__ = [
+    "Codec",
+    "Decoder",
+    "Encoder",
+    "Parser",
+    "Projection",
+    "camel",
+    "enum_json",
+    "enum_names",
+    "enum_numbers",
+    "field_json",
+    "json_key",
+]
 
 Encoder = Callable[[Any], dict[str, Any]]
 Decoder = Callable[[Mapping[str, Any], Any], None]
@@ -96,6 +108,16 @@ def enum_json(enum: EnumDescriptor) -> dict[int, object]:
         else:
             out[value.number] = declared.name or camel(value.name.removeprefix(prefix))
     return out
+
+
+def enum_names(enum: EnumDescriptor) -> dict[int, object]:
+    """The JSON value of every non-zero value number (the values that mean something)."""
+    return {number: value for number, value in enum_json(enum).items() if number}
+
+
+def enum_numbers(enum: EnumDescriptor) -> dict[object, int]:
+    """JSON value -> number, for the non-zero values."""
+    return {value: number for number, value in enum_names(enum).items()}
 
 
 def enum_from_json(enum: EnumDescriptor) -> dict[object, int]:

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from ninetynine.common.codec import enum_json, enum_names, enum_numbers
 from ninetynine.common.wire import length_delimited
 from ninetynine.engine.rules import (
-    CLASSIC,
-    KR,
     Action,
     Event,
     GameState,
@@ -36,85 +35,35 @@ from ninetynine.engine.rules.errors import message as reason_message
 from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
 
 # -- enum tables (proto number <-> rules value) ----------------------------------------------
+# The rules' values are the client protocol's names, so the tables are the codec's, from the
+# descriptors: a zero value ("unspecified") reads as the default where the .proto declares one.
 
-_MODE_IN: dict[int, str] = {
-    game_pb2.MODE_UNSPECIFIED: KR,
-    game_pb2.MODE_KR_PRODUCT: KR,
-    game_pb2.MODE_CLASSIC: CLASSIC,
-}
-_MODE_OUT = {KR: game_pb2.MODE_KR_PRODUCT, CLASSIC: game_pb2.MODE_CLASSIC}
-_START_TOTAL_IN: dict[int, str] = {
-    game_pb2.START_TOTAL_UNSPECIFIED: "auto",
-    game_pb2.START_TOTAL_AUTO: "auto",
-    game_pb2.START_TOTAL_ZERO: "zero",
-}
-_START_TOTAL_OUT = {"auto": game_pb2.START_TOTAL_AUTO, "zero": game_pb2.START_TOTAL_ZERO}
-_AFTER_IN: dict[int, str] = {
-    game_pb2.AFTER_ELIMINATION_UNSPECIFIED: "continue",
-    game_pb2.AFTER_ELIMINATION_CONTINUE: "continue",
-    game_pb2.AFTER_ELIMINATION_RESET: "reset",
-}
-_AFTER_OUT = {"continue": game_pb2.AFTER_ELIMINATION_CONTINUE, "reset": game_pb2.AFTER_ELIMINATION_RESET}
-_FLOOR_IN: dict[int, str] = {
-    game_pb2.FLOOR_AT_ZERO_UNSPECIFIED: "forbid",
-    game_pb2.FLOOR_AT_ZERO_FORBID: "forbid",
-    game_pb2.FLOOR_AT_ZERO_CLAMP: "clamp",
-}
-_FLOOR_OUT = {"forbid": game_pb2.FLOOR_AT_ZERO_FORBID, "clamp": game_pb2.FLOOR_AT_ZERO_CLAMP}
-_JOKER_IN: dict[int, str] = {
-    game_pb2.JOKER_RANGE_UNSPECIFIED: "60-99",
-    game_pb2.JOKER_RANGE_60_99: "60-99",
-    game_pb2.JOKER_RANGE_0_99: "0-99",
-}
-_JOKER_OUT = {"60-99": game_pb2.JOKER_RANGE_60_99, "0-99": game_pb2.JOKER_RANGE_0_99}
+_MODE_IN: dict[int, Any] = enum_json(game_pb2.Mode.DESCRIPTOR)
+_MODE_OUT: dict[Any, Any] = enum_numbers(game_pb2.Mode.DESCRIPTOR)
+_START_TOTAL_IN: dict[int, Any] = enum_json(game_pb2.StartTotal.DESCRIPTOR)
+_START_TOTAL_OUT: dict[Any, Any] = enum_numbers(game_pb2.StartTotal.DESCRIPTOR)
+_AFTER_IN: dict[int, Any] = enum_json(game_pb2.AfterElimination.DESCRIPTOR)
+_AFTER_OUT: dict[Any, Any] = enum_numbers(game_pb2.AfterElimination.DESCRIPTOR)
+_FLOOR_IN: dict[int, Any] = enum_json(game_pb2.FloorAtZero.DESCRIPTOR)
+_FLOOR_OUT: dict[Any, Any] = enum_numbers(game_pb2.FloorAtZero.DESCRIPTOR)
+_JOKER_IN: dict[int, Any] = enum_json(game_pb2.JokerRange.DESCRIPTOR)
+_JOKER_OUT: dict[Any, Any] = enum_numbers(game_pb2.JokerRange.DESCRIPTOR)
 
-_SIGN_IN: dict[int, str | None] = {
-    game_pb2.SIGN_UNSPECIFIED: None,
-    game_pb2.SIGN_PLUS: "+",
-    game_pb2.SIGN_MINUS: "-",
-}
-_SIGN_OUT = {"+": game_pb2.SIGN_PLUS, "-": game_pb2.SIGN_MINUS}
-_DIR_CHOICE_IN: dict[int, str | None] = {
-    game_pb2.DIRECTION_CHOICE_UNSPECIFIED: None,
-    game_pb2.DIRECTION_CHOICE_KEEP: "keep",
-    game_pb2.DIRECTION_CHOICE_REVERSE: "reverse",
-}
-_DIR_CHOICE_OUT = {"keep": game_pb2.DIRECTION_CHOICE_KEEP, "reverse": game_pb2.DIRECTION_CHOICE_REVERSE}
+# Not chosen (zero) is None; the direction and the phase have no default (zero is refused).
+_SIGN_IN: dict[int, Any] = {0: None, **enum_names(game_pb2.Sign.DESCRIPTOR)}
+_SIGN_OUT: dict[Any, Any] = enum_numbers(game_pb2.Sign.DESCRIPTOR)
+_DIR_CHOICE_IN: dict[int, Any] = {0: None, **enum_names(game_pb2.DirectionChoice.DESCRIPTOR)}
+_DIR_CHOICE_OUT: dict[Any, Any] = enum_numbers(game_pb2.DirectionChoice.DESCRIPTOR)
 
-_DIRECTION_IN: dict[int, int] = {game_pb2.DIRECTION_CLOCKWISE: 1, game_pb2.DIRECTION_COUNTERCLOCKWISE: -1}
-_DIRECTION_OUT = {1: game_pb2.DIRECTION_CLOCKWISE, -1: game_pb2.DIRECTION_COUNTERCLOCKWISE}
-_PHASE_IN: dict[int, Phase] = {
-    state_pb2.PHASE_PLAYING: Phase.PLAYING,
-    state_pb2.PHASE_FINISHED: Phase.FINISHED,
-}
-_PHASE_OUT = {Phase.PLAYING: state_pb2.PHASE_PLAYING, Phase.FINISHED: state_pb2.PHASE_FINISHED}
+_DIRECTION_IN: dict[int, Any] = enum_names(game_pb2.Direction.DESCRIPTOR)
+_DIRECTION_OUT: dict[Any, Any] = enum_numbers(game_pb2.Direction.DESCRIPTOR)
+_PHASE_IN = {n: Phase(str(v)) for n, v in enum_names(state_pb2.Phase.DESCRIPTOR).items()}
+_PHASE_OUT: dict[Phase, Any] = {phase: n for n, phase in _PHASE_IN.items()}
 
-CARD_KIND_OUT = {
-    "add": game_pb2.CARD_KIND_ADD,
-    "plusMinus": game_pb2.CARD_KIND_PLUS_MINUS,
-    "reverse": game_pb2.CARD_KIND_REVERSE,
-    "zero": game_pb2.CARD_KIND_ZERO,
-    "hold": game_pb2.CARD_KIND_HOLD,
-    "minus": game_pb2.CARD_KIND_MINUS,
-    "ace": game_pb2.CARD_KIND_ACE,
-    "to99": game_pb2.CARD_KIND_TO99,
-    "joker": game_pb2.CARD_KIND_JOKER,
-}
-_AUDIENCE_OUT = {
-    "all": events_pb2.AUDIENCE_ALL,
-    "only": events_pb2.AUDIENCE_ONLY,
-    "except": events_pb2.AUDIENCE_EXCEPT,
-}
-_ROUND_REASON_OUT = {
-    "setup": events_pb2.ROUND_REASON_SETUP,
-    "lifeLost": events_pb2.ROUND_REASON_LIFE_LOST,
-    "reset": events_pb2.ROUND_REASON_RESET,
-}
-_ELIMINATION_REASON_OUT = {
-    "noPlayableCard": events_pb2.ELIMINATION_REASON_NO_PLAYABLE_CARD,
-    "noLivesLeft": events_pb2.ELIMINATION_REASON_NO_LIVES_LEFT,
-    "lostOnTheBoard": events_pb2.ELIMINATION_REASON_LOST_ON_THE_BOARD,
-}
+CARD_KIND_OUT: dict[Any, Any] = enum_numbers(game_pb2.CardKind.DESCRIPTOR)
+_AUDIENCE_OUT: dict[Any, Any] = enum_numbers(events_pb2.Audience.DESCRIPTOR)
+_ROUND_REASON_OUT: dict[Any, Any] = enum_numbers(events_pb2.RoundReason.DESCRIPTOR)
+_ELIMINATION_REASON_OUT: dict[Any, Any] = enum_numbers(events_pb2.EliminationReason.DESCRIPTOR)
 
 
 def _invalid_state(detail: str) -> RuleError:
