@@ -159,7 +159,7 @@ class Codec:
         self._parsers = dict(parsers or {})
         self._encoders: dict[tuple[str, frozenset[str], bool], Encoder] = {}
         self._decoders: dict[str, Decoder] = {}
-        self._memos: dict[tuple[str, frozenset[str]], _Memo] = {}
+        self._memos: dict[tuple[str, frozenset[str]], _Memo | _SharedMemo] = {}
         self._names: dict[str, object] = {}
         self.sources: dict[str, str] = {}  # generated source per function, for reading and debugging
 
@@ -184,13 +184,24 @@ class Codec:
 
     def part(self, descriptor: Descriptor, without: frozenset[str], frames: bool) -> Callable[[Any], object]:
         """The encoder of a sub-message value: a kept text for a ``memo`` part of a frame."""
-        memo = _message_json(descriptor).memo
-        if not frames or not memo:
+        options = _message_json(descriptor)
+        if not frames or not options.memo:
             return self.encoder(descriptor, without, frames)
         key = (descriptor.full_name, without)
         found = self._memos.get(key)
         if found is None:
-            found = self._memos[key] = _Memo(self.encoder(descriptor, without, frames), memo)
+            if options.shared_without:
+                shared = frozenset(options.shared_without)
+                own = frozenset(f.name for f in descriptor.fields) - shared
+                found = _SharedMemo(
+                    self.encoder(descriptor, without | shared, frames),
+                    self.encoder(descriptor, without | own, frames),
+                    tuple(options.shared_without),
+                    options.memo,
+                )
+            else:
+                found = _Memo(self.encoder(descriptor, without, frames), options.memo)
+            self._memos[key] = found
         return found
 
     def encode(self, msg: Message) -> dict[str, Any]:
@@ -354,6 +365,43 @@ class _Memo:
                 self._entries.popitem(last=False)
             self._entries[key] = hit
         return hit
+
+
+class _SharedMemo:
+    """A message whose values differ only in a few last keys, as one kept text plus those keys.
+
+    The views of one state differ only in the viewer's own fields; the text of the rest is kept per
+    distinct wire encoding of the message without them, so it is built once per state and not
+    once per viewer. Oldest entries go first when full, as in :class:`_Memo`.
+    """
+
+    def __init__(self, shared: Encoder, own: Encoder, own_fields: tuple[str, ...], max_entries: int) -> None:
+        self._shared = shared
+        self._own = own
+        self._own_fields = own_fields
+        self.max_entries = max_entries
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __call__(self, msg: Any) -> orjson.Fragment:
+        public = type(msg)()
+        public.CopyFrom(msg)
+        for name in self._own_fields:
+            public.ClearField(name)
+        key = public.SerializeToString()
+        text = self._entries.get(key)
+        if text is None:
+            text = bytes(memoryview(orjson.dumps(self._shared(public))))
+            if len(self._entries) >= self.max_entries:
+                self._entries.popitem(last=False)
+            self._entries[key] = text
+        own = orjson.dumps(self._own(msg))
+        if len(own) == 2:  # {}
+            return orjson.Fragment(text)
+        # "{shared}" and "{own}" make "{shared,own}": the own keys are the object's last ones.
+        return orjson.Fragment(text[:-1] + b"," + own[1:])
 
 
 class _MessageSource:

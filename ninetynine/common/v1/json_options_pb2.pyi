@@ -224,6 +224,7 @@ class JsonMessage(_message.Message):
     SCHEMA_NAME_FIELD_NUMBER: _builtins.int
     MEMO_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
+    SHARED_WITHOUT_FIELD_NUMBER: _builtins.int
     projection: _builtins.str
     """The object is not built from the fields: a function registered under this name with the
     codec builds it (a projection of several fields that no field option describes).
@@ -242,6 +243,13 @@ class JsonMessage(_message.Message):
         into this object, and the sub-message's own object then leaves it out.
         """
 
+    @_builtins.property
+    def shared_without(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """With `memo`: these fields are the object's last keys, and the frame encoder keeps the text of
+        the rest per distinct wire encoding of the message without them, shared by the values that
+        differ only in them (the views of one state for each viewer).
+        """
+
     def __init__(
         self,
         *,
@@ -250,10 +258,11 @@ class JsonMessage(_message.Message):
         schema_name: _builtins.str = ...,
         memo: _builtins.int = ...,
         description: _builtins.str = ...,
+        shared_without: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name", "shared_without", b"shared_without"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
