@@ -7,8 +7,12 @@ files, where the protocol differs from the rule. Nothing here names a field of t
 
 Encoding is on the move path (an event and a view for every seat of every move), so each message
 type is compiled once, on first use, into a Python function generated for it: straight-line field
-reads and one dict display, no per-field interpretation at run time. The output is plain dicts,
-lists, strings, ints, bools and None, ready for ``orjson.dumps``.
+reads and one dict display, no per-field interpretation at run time (``Codec.sources`` holds the
+generated text). The output is plain dicts, lists, strings, ints, bools and None, ready for
+``orjson.dumps``. Frame encoders (``frames=True``) differ in one way: the parts a message declares
+``memo`` for are ``orjson.Fragment`` texts kept per distinct wire encoding, and a message declaring
+``shared_without`` keeps the text of all but those last keys, shared by the values that differ
+only in them (reading a protobuf field from Python costs more than serializing a small message).
 
 Decoding (client JSON into a message) runs once per client frame and interprets a compiled field
 table; frames reach it only after the JSON Schema accepted them.

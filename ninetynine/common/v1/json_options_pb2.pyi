@@ -146,7 +146,9 @@ class JsonField(_message.Message):
     name: _builtins.str
     """The key, when not the lowerCamel name."""
     omit: _builtins.bool
-    """Never written nor read (data the client does not get)."""
+    """Never written nor read by the codec (data the client does not get, or that the caller
+    handles: the request id). The schema still describes it when it has `bounds`.
+    """
     presence: Global___JsonPresence.ValueType
     fallback: _builtins.str
     """A sibling field written instead when this one is empty ("the name, else the id")."""
