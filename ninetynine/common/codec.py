@@ -312,6 +312,13 @@ class Codec:
                     self.decoder(_sub(field))(value, sub)
 
             return decode_message
+        if field.is_repeated and field.type == FieldDescriptor.TYPE_MESSAGE:
+
+            def decode_messages(raw: Mapping[str, Any], out: Any) -> None:
+                for value in raw.get(key, ()):
+                    self.decoder(_sub(field))(value, getattr(out, name).add())
+
+            return decode_messages
         if field.is_repeated:
 
             def decode_repeated(raw: Mapping[str, Any], out: Any) -> None:

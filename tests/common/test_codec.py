@@ -85,3 +85,18 @@ def test_kept_texts_hold_their_size_not_orjsons_work_buffer() -> None:
         tracemalloc.stop()
     assert len(part) == 500  # type: ignore[arg-type]
     assert per_entry < 1024
+
+
+def test_decoding_reads_what_encoding_writes() -> None:
+    """A client frame's shapes: a oneof by its discriminator, a renamed optional, enum names."""
+    codec = Codec()
+    raw = {"type": "play", "clientSeq": 3, "moveSeq": 0, "action": {"cardId": "PM9-1", "sign": "-"}}
+    msg = codec.decode(raw, gw.ClientMessage())
+    assert isinstance(msg, gw.ClientMessage)
+    assert msg.play.client_seq == 3
+    assert msg.play.HasField("expected_move_seq") and msg.play.expected_move_seq == 0
+    assert msg.play.action.sign == game_pb2.SIGN_MINUS
+    assert codec.encode(msg.play.action) == raw["action"]
+    room = codec.decode({"hostId": "p1", "seats": [{"playerId": "p1", "bot": True}]}, gw.RoomUpdate().room)
+    assert isinstance(room, type(gw.RoomUpdate().room))
+    assert room.host_player_id == "p1" and room.seats[0].bot
