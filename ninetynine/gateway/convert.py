@@ -33,7 +33,6 @@ from ninetynine.session.v1 import session_service_pb2 as spb
 
 __all__ = [
     "CLIENT_TYPES",
-    "CLIENT_TYPE_OF_FIELD",
     "CODEC",
     "JsonId",
     "action_from_json",
@@ -149,10 +148,8 @@ def server_text(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> str:
     return server_bytes(msg, reply_id).decode()
 
 
-_KIND_FIELDS = gw.ClientMessage.DESCRIPTOR.oneofs_by_name["kind"].fields
-# The protocol's type name of each ClientMessage oneof field (for logs and metrics).
-CLIENT_TYPE_OF_FIELD = {f.name: camel(f.name) for f in _KIND_FIELDS}
-CLIENT_TYPES = frozenset(CLIENT_TYPE_OF_FIELD.values())
+# The protocol's client message types: the ClientMessage oneof's fields, by the codec's rule.
+CLIENT_TYPES = frozenset(camel(f.name) for f in gw.ClientMessage.DESCRIPTOR.oneofs_by_name["kind"].fields)
 
 
 def client_from_json(raw: Mapping[str, Any]) -> gw.ClientMessage:
