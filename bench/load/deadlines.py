@@ -78,7 +78,7 @@ from bench.load.stack import (
     read_proc,
 )
 from ninetynine.engine.v1 import game_pb2
-from ninetynine.session.service import SHORT_TURN_SECONDS
+from ninetynine.session.deadlines import SHORT_TURN_SECONDS
 from ninetynine.session.store import open_store
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb

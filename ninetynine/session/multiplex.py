@@ -3,7 +3,7 @@
 A gateway with thousands of clients used to hold one Subscribe stream per client, so a move in a
 room of four cost four gRPC messages out of the session and four into the gateway; on this stack
 a stream message costs more CPU than building what it carries. Here each ``open`` runs the same
-generator as Subscribe (:meth:`RoomService.subscribe`, batched) in its own task, and one writer
+generator as Subscribe (:meth:`Subscriptions.subscribe`, batched) in its own task, and one writer
 sends whatever the subscriptions produced meanwhile as a single ``SubscribeManyResponse``:
 under load the four batches of a move (and those of other rooms) share a message.
 
@@ -200,7 +200,7 @@ class SubscribeMany(DrainableCall):
                         if sub_id
                         else session_error("INVALID_SUBSCRIPTION", subscription=sub_id)
                     )
-                async for response in self.rooms.subscribe(
+                async for response in self.rooms.subscriptions.subscribe(
                     request.token, request.after_seq, lang, batched=True, heartbeats=False
                 ):
                     data = response if isinstance(response, bytes) else response.SerializeToString()

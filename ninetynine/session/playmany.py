@@ -68,7 +68,7 @@ async def play(rooms: RoomService, request: pb.PlayRequest) -> pb.PlayResponse:
     """One play, as the unary Play and PlayMany both run it; binds its canonical-line fields."""
     bind_rpc_fields(room_id=request.token.partition(".")[0][:16], client_seq=request.client_seq)
     expected = request.expected_move_seq if request.HasField("expected_move_seq") else None
-    response = await rooms.play(request.token, request.client_seq, request.action, expected)
+    response = await rooms.plays.play(request.token, request.client_seq, request.action, expected)
     bind_rpc_fields(seq=response.seq, duplicate=response.duplicate)
     return response
 

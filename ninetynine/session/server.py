@@ -42,12 +42,14 @@ from ninetynine.common.runner import add_service_flags, run_service
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.handlers import rules_metrics
 from ninetynine.engine.local import LOCAL_TARGET, LocalEngine
+from ninetynine.session.deadlines import DEFAULT_LEASE_MS
 from ninetynine.session.draining import OpenStreams
 from ninetynine.session.errors import DOMAIN, session_error
 from ninetynine.session.expiry import DEFAULT_FINISHED_RETENTION_S, DEFAULT_LOBBY_IDLE_S, ExpiryPolicy
+from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.multiplex import SubscribeMany
 from ninetynine.session.playmany import PlayMany, Recorder, play
-from ninetynine.session.service import DEFAULT_LEASE_MS, RoomService, SessionMetrics
+from ninetynine.session.service import RoomService
 from ninetynine.session.store import InvalidStoreInput, open_store
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
@@ -59,7 +61,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    """Thin transport layer: authentication and rules live in :class:`RoomService`.
+    """Thin transport layer: each RPC delegates to the part of :class:`RoomService` that holds it.
 
     ``record`` (the server's :meth:`CanonicalLogInterceptor.record`) logs and observes each play of
     a PlayMany stream like a unary Play. ``streams`` holds the open PlayMany and SubscribeMany
@@ -79,7 +81,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def CreateRoom(self, request: pb.CreateRoomRequest, context: Context) -> pb.CreateRoomResponse:
         try:
-            response = await self.rooms.create_room(request.name, request.options, request.max_seats)
+            response = await self.rooms.lobby.create_room(request.name, request.options, request.max_seats)
         except ServiceError as err:
             await self._refuse(context, err)
         bind_rpc_fields(room_id=response.room.room_id, player_id=response.player_id)
@@ -88,7 +90,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def JoinRoom(self, request: pb.JoinRoomRequest, context: Context) -> pb.JoinRoomResponse:
         bind_rpc_fields(room_id=request.room_id[:16])
         try:
-            response = await self.rooms.join_room(request.room_id, request.name)
+            response = await self.rooms.lobby.join_room(request.room_id, request.name)
         except ServiceError as err:
             await self._refuse(context, err)
         bind_rpc_fields(player_id=response.player_id)
@@ -97,19 +99,19 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     async def Spectate(self, request: pb.SpectateRequest, context: Context) -> pb.SpectateResponse:
         bind_rpc_fields(room_id=request.room_id[:16])
         try:
-            return await self.rooms.spectate(request.room_id)
+            return await self.rooms.lobby.spectate(request.room_id)
         except ServiceError as err:
             await self._refuse(context, err)
 
     async def LeaveRoom(self, request: pb.LeaveRoomRequest, context: Context) -> pb.LeaveRoomResponse:
         try:
-            return await self.rooms.leave_room(request.token)
+            return await self.rooms.lobby.leave_room(request.token)
         except ServiceError as err:
             await self._refuse(context, err)
 
     async def StartGame(self, request: pb.StartGameRequest, context: Context) -> pb.StartGameResponse:
         try:
-            response = await self.rooms.start_game(request.token)
+            response = await self.rooms.lobby.start_game(request.token)
         except ServiceError as err:
             await self._refuse(context, err)
         bind_rpc_fields(room_id=response.room.room_id)
@@ -117,19 +119,19 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def AddBot(self, request: pb.AddBotRequest, context: Context) -> pb.AddBotResponse:
         try:
-            return await self.rooms.add_bot(request.token, request.name)
+            return await self.rooms.lobby.add_bot(request.token, request.name)
         except ServiceError as err:
             await self._refuse(context, err)
 
     async def GetRoom(self, request: pb.GetRoomRequest, context: Context) -> pb.GetRoomResponse:
         try:
-            return await self.rooms.get_room(request.room_id)
+            return await self.rooms.lobby.get_room(request.room_id)
         except ServiceError as err:
             await self._refuse(context, err)
 
     async def ListRooms(self, request: pb.ListRoomsRequest, context: Context) -> pb.ListRoomsResponse:
         try:
-            return await self.rooms.list_rooms(request.page_size, request.page_token, request.phase)
+            return await self.rooms.lobby.list_rooms(request.page_size, request.page_token, request.phase)
         except ServiceError as err:
             await self._refuse(context, err)
 
@@ -155,7 +157,9 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def GetView(self, request: pb.GetViewRequest, context: Context) -> pb.GetViewResponse:
         try:
-            return await self.rooms.get_view(request.token, lang_from_metadata(context.invocation_metadata()))
+            return await self.rooms.views.get_view(
+                request.token, lang_from_metadata(context.invocation_metadata())
+            )
         except ServiceError as err:
             await self._refuse(context, err)
 
@@ -168,7 +172,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         lang = lang_from_metadata(context.invocation_metadata())
         try:
             # Batched items come as serialized SubscribeResponse bytes; the serializer passes them on.
-            async for item in self.rooms.subscribe(
+            async for item in self.rooms.subscriptions.subscribe(
                 request.token, request.after_seq, lang, batched=request.batched
             ):
                 yield item
@@ -191,13 +195,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def GetResult(self, request: pb.GetResultRequest, context: Context) -> pb.GetResultResponse:
         try:
-            return await self.rooms.get_result(request.room_id)
+            return await self.rooms.results.get_result(request.room_id)
         except ServiceError as err:
             await self._refuse(context, err)
 
     async def GetReplay(self, request: pb.GetReplayRequest, context: Context) -> pb.GetReplayResponse:
         try:
-            return await self.rooms.get_replay(request.room_id)
+            return await self.rooms.results.get_replay(request.room_id)
         except ServiceError as err:
             await self._refuse(context, err)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 import grpc
 
-from ninetynine.session.service import (
+from ninetynine.session.deadlines import (
     DEFAULT_LEASE_MS,
     DEFAULT_TURN_SECONDS,
     SHORT_TURN_SECONDS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ninetynine.session.service import _batch_end
+from ninetynine.session.subscriptions import batch_end
 from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.helpers import eventually, wait_finished
 
@@ -141,4 +141,4 @@ def test_batch_end_is_read_from_the_serialized_event() -> None:
             pb.RoomEvent(seq=300, at_ms=1_800_000_000_000, batch_end=end, hidden=pb.Hidden()),
             pb.RoomEvent(seq=2**40, batch_end=end, player_left=pb.PlayerLeft(player_id="p" * 200)),
         ):
-            assert _batch_end(event.SerializeToString()) is end
+            assert batch_end(event.SerializeToString()) is end

@@ -24,12 +24,14 @@ async def _bot_game(stub: object) -> str:
 async def test_finished_rooms_leave_the_cache_and_their_locks_go_with_them(make_stack) -> None:
     stack = await make_stack()  # bots think 20 ms, the host's turns time out fast
     rooms = stack.rooms
-    rooms._finished_size = 4
+    rooms.cache._finished_size = 4
     room_ids = await asyncio.gather(*(_bot_game(stack.stub) for _ in range(GAMES)))
     await asyncio.sleep(0.2)  # presence and view work after the last moves
-    assert not set(room_ids) & set(rooms._cache), "no finished room among the rooms in play"
-    assert len(rooms._finished_rooms) <= 4
-    assert len(rooms._locks) <= 4 + len(rooms._cache), f"{len(rooms._locks)} locks for {GAMES} finished rooms"
+    assert not set(room_ids) & set(rooms.cache._cache), "no finished room among the rooms in play"
+    assert len(rooms.cache._finished_rooms) <= 4
+    assert len(rooms.cache._locks) <= 4 + len(rooms.cache._cache), (
+        f"{len(rooms.cache._locks)} locks for {GAMES} finished rooms"
+    )
     for room_id in room_ids:  # evicted or not, every finished room is still served from the store
         result = await stack.stub.GetResult(pb.GetResultRequest(room_id=room_id))
         assert result.result.winner

@@ -326,7 +326,7 @@ async def test_an_unexpected_failure_is_answered_internal_and_logged_with_its_tr
     # level with the traceback, and the stream carries on.
     call = plays(stack)
     with monkeypatch.context() as patch:
-        patch.setattr(stack.rooms, "play", broken)
+        patch.setattr(stack.rooms.plays, "play", broken)
         failed = await call.play(1, request, request_id="gw-bug")
     code, message, _ = _failure(failed)
     assert code == grpc.StatusCode.INTERNAL.value[0] and is_korean(message)
