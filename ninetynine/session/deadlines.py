@@ -14,7 +14,7 @@ import contextlib
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.common.logging import get_logger
-from ninetynine.engine.convert import action_to_proto, state_from_proto
+from ninetynine.engine.convert import action_to_proto
 from ninetynine.session import rooms
 from ninetynine.session.bots import bot_action
 from ninetynine.session.enginecalls import EngineCalls
@@ -139,8 +139,7 @@ class Deadlines:
             current = doc.state.current
             seat = rooms.seat_of(doc, current)
             if seat.bot:
-                game = state_from_proto(doc.state, validate=False)
-                action = action_to_proto(bot_action(game))
+                action = action_to_proto(bot_action(self.cache.game_at(room_id, doc.state)))
                 applied = await self.engine.call(
                     "Apply",
                     self.engine.client.apply(

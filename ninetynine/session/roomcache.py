@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ninetynine.common.logging import get_logger
 from ninetynine.engine.convert import state_from_proto
 from ninetynine.engine.rules import GameState
-from ninetynine.engine.v1 import events_pb2, game_pb2
+from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2
 from ninetynine.session import rooms
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
@@ -77,7 +77,9 @@ class Loaded:
 
     record: RoomRecord
     doc: doc_pb.RoomDocument
-    game: GameState | None = None  # decoded lazily for views
+    # The game state decoded from ``doc.state``, on first use (views, the bot's move, results), and
+    # handed on to the next version while the game does not move: decoded once per move.
+    game: GameState | None = None
     spectators: frozenset[bytes] | None = None  # the spectators' token hashes, built on first use
 
     def game_state(self) -> GameState:
@@ -198,10 +200,26 @@ class RoomCache:
             record = None
         if record is None:
             raise session_error("ROOM_NOT_FOUND", roomId=room_id[:16])
-        doc = doc_pb.RoomDocument.FromString(record.data)
-        loaded = Loaded(record, doc)
+        cached = self.cached(room_id)
+        if (
+            cached is not None
+            and cached.record.version == record.version
+            and cached.record.data == record.data
+        ):
+            # What this replica already holds (it wrote or read this version): keep its decoded
+            # document and game state instead of decoding them again.
+            self.remember(cached)
+            return cached
+        loaded = Loaded(record, doc_pb.RoomDocument.FromString(record.data))
         self.remember(loaded)
         return loaded
+
+    def game_at(self, room_id: str, state: state_pb2.State) -> GameState:
+        """The decoded game of ``room_id`` at ``state``: the cached room's when it holds that state."""
+        cached = self.cached(room_id)
+        if cached is not None and cached.doc.HasField("state") and cached.doc.state.seq == state.seq:
+            return cached.game_state()
+        return state_from_proto(state, validate=False)
 
     async def current(self, room_id: str, seq: int) -> Loaded:
         """The room as of event ``seq`` or later: the cached copy unless it is older."""
@@ -267,6 +285,10 @@ class RoomCache:
                     self._fanout_pending.pop(fanout_key, None)
                     raise
                 loaded = Loaded(record, doc)
+                if doc.state.seq == current.doc.state.seq and doc.HasField("state") == current.doc.HasField(
+                    "state"
+                ):
+                    loaded.game = current.game  # the game did not move: its decoded state still holds
                 self.remember(loaded)
                 if is_move:
                     self.metrics.move_duration.labels(mode_of(doc), step.source, "durable").observe(
