@@ -49,11 +49,9 @@ class RoomFollower:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.pump: asyncio.Task[None] | None = None
-        # The room stream's state: highest seq delivered, last room sent, bots, pending timeouts.
+        # The room stream's state: highest seq delivered, last room sent.
         self.last_seq = 0
         self._last_room: spb.Room | None = None
-        self._bots: set[str] = set()
-        self._timed_out: set[str] = set()
         self._finished = False
 
     def follow(self, binding: Binding) -> None:
@@ -77,7 +75,6 @@ class RoomFollower:
         comparable.CopyFrom(room)
         comparable.last_seq = 0
         comparable.deadline_ms = 0
-        self._bots = {s.player_id for s in room.seats if s.bot}
         if room.phase == spb.ROOM_PHASE_FINISHED:
             self._finished = True
         if not force and comparable == self._last_room:
@@ -142,19 +139,12 @@ class RoomFollower:
         self.last_seq = ev.seq
         kind = ev.WhichOneof("kind")
         if kind == "game":
-            source = ""
-            payload = ev.game.WhichOneof("payload")
-            if payload == "card_played":
-                pid = ev.game.card_played.player_id
-                source = "timeout" if pid in self._timed_out else "bot" if pid in self._bots else "player"
-                self._timed_out.discard(pid)
-            elif payload == "game_finished":
+            if ev.game.HasField("game_finished"):
                 self._finished = True
+            # The session stamps how each move was made on its card_played event.
             self.conn.deliver(
-                Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=source)))
+                Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=ev.source)))
             )
-        elif kind == "timeout_applied":
-            self._timed_out.add(ev.timeout_applied.player_id)
 
     async def _on_view(self, binding: Binding, update: spb.ViewUpdate) -> None:
         conn = self.conn

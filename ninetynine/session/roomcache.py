@@ -101,16 +101,20 @@ class Step:
     """What a step function produced: new events (engine ones keep their audience)."""
 
     events: list[tuple[pb.RoomEvent, str, str]] = field(default_factory=list)
-    source: str = ""  # player | timeout | bot, for move metrics
+    source: str = ""  # how a move was made: player | timeout | bot (its card_played and metrics)
     force_deadline: bool = False
 
     def add(self, event: pb.RoomEvent, audience: str = "all", player_id: str = "") -> None:
         self.events.append((event, audience, player_id))
 
     def add_game(self, events: Iterable[events_pb2.Event]) -> None:
+        """Add the engine's events; the move's ``card_played`` carries how it was made (``source``)."""
         for ev in events:
             audience = _AUDIENCE.get(ev.audience, "all")
-            self.add(pb.RoomEvent(game=ev), audience, ev.player_id if audience != "all" else "")
+            event = pb.RoomEvent(game=ev)
+            if self.source and ev.HasField("card_played"):
+                event.source = self.source
+            self.add(event, audience, ev.player_id if audience != "all" else "")
 
 
 StepFn = Callable[[doc_pb.RoomDocument, int], Awaitable[Step | None]]

@@ -822,6 +822,7 @@ class RoomEvent(_message.Message):
     SEQ_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
     BATCH_END_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     PLAYER_JOINED_FIELD_NUMBER: _builtins.int
     PLAYER_LEFT_FIELD_NUMBER: _builtins.int
@@ -833,6 +834,10 @@ class RoomEvent(_message.Message):
     at_ms: _builtins.int
     batch_end: _builtins.bool
     """The last event of one move (or room change): a view follows it on Subscribe."""
+    source: _builtins.str
+    """How the move was made, on its card_played event: "player", "bot" or "timeout" (the session
+    decides it: a seat's Play, the bot's turn, the turn deadline's automatic move).
+    """
     @_builtins.property
     def game(self) -> _events_pb2.Event:
         """A game event, already filtered for this subscriber. Events the subscriber may not
@@ -857,6 +862,7 @@ class RoomEvent(_message.Message):
         seq: _builtins.int = ...,
         at_ms: _builtins.int = ...,
         batch_end: _builtins.bool = ...,
+        source: _builtins.str = ...,
         game: _events_pb2.Event | None = ...,
         player_joined: Global___PlayerJoined | None = ...,
         player_left: Global___PlayerLeft | None = ...,
@@ -866,7 +872,7 @@ class RoomEvent(_message.Message):
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "hidden", b"hidden", "kind", b"kind", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "batch_end", b"batch_end", "game", b"game", "hidden", b"hidden", "kind", b"kind", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "seq", b"seq", "timeout_applied", b"timeout_applied"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "batch_end", b"batch_end", "game", b"game", "hidden", b"hidden", "kind", b"kind", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "seq", b"seq", "source", b"source", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["game", "player_joined", "player_left", "presence_changed", "hidden", "timeout_applied"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
