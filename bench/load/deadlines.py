@@ -120,7 +120,7 @@ class DeadlineConfig:
 
     @property
     def turn_ms(self) -> int:
-        # As the session computes it (service.py _set_deadline): round(seconds * 1000 * scale).
+        # As the session computes it (ninetynine.session.deadlines.TurnClock): round(seconds * 1000 * scale).
         return round(SHORT_TURN_SECONDS * 1000 * self.time_scale)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.common.logging import get_logger
@@ -27,6 +28,8 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 log = get_logger(__name__)
 
 DEFAULT_TURN_SECONDS = 15
+# A bot's turn: long enough for people at the table to follow its move (about a second each).
+DEFAULT_BOT_THINK_MS = 1000
 # How long a replica's claim on a due deadline lasts. If the replica dies while firing it, another
 # replica fires that deadline only once the claim has run out, so this bounds how late a deadline
 # can be after a crash (issue 7 asks for 2 s). A fire that outlasts it may be claimed again; the
@@ -41,11 +44,29 @@ def turn_seconds(doc: doc_pb.RoomDocument) -> int:
 
 
 class TurnClock:
-    """The deadline of the current turn; ``time_scale`` multiplies human turns (tests compress time)."""
+    """The deadline of the current turn, set once where it is enforced and announced as set.
+
+    ``bot_think_ms`` is a bot's whole turn: it plays once that much has passed since its turn
+    began. ``time_scale`` multiplies human turns (tests compress time).
+    """
 
     def __init__(self, bot_think_ms: int, time_scale: float) -> None:
         self.bot_think_ms = bot_think_ms
         self.time_scale = time_scale
+
+    def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
+        """Write the room's deadline into the ``turnStarted`` of its current turn among ``events``.
+
+        The rules' event carries the plain ``turn_seconds`` deadline; the one the scheduler fires
+        at (a bot's pace, the 3 s rule, the time scale) is the document's, which views carry too.
+        """
+        if not doc.deadline_ms:
+            return
+        for event in events:
+            if event.HasField("game") and event.game.HasField("turn_started"):
+                turn = event.game.turn_started
+                if turn.player_id == doc.state.current:
+                    turn.deadline_ms = doc.deadline_ms
 
     def set_deadline(self, doc: doc_pb.RoomDocument, now: int, *, force: bool) -> None:
         if doc.phase != pb.ROOM_PHASE_PLAYING:

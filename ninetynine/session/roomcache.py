@@ -248,13 +248,15 @@ class RoomCache:
                     return current, Step()
                 if step.events:
                     step.events[-1][0].batch_end = True
+                # The deadline first: the turnStarted among the events announces it.
+                self.clock.set_deadline(doc, now, force=step.force_deadline)
+                self.clock.announce(doc, (event for event, _, _ in step.events))
                 stored: list[StoredEvent] = []
                 for event, audience, player_id in step.events:
                     doc.last_seq += 1
                     event.seq = doc.last_seq
                     event.at_ms = now
                     stored.append(StoredEvent(doc.last_seq, audience, player_id, event.SerializeToString()))
-                self.clock.set_deadline(doc, now, force=step.force_deadline)
                 record = RoomRecord(
                     room_id=room_id,
                     version=current.record.version + 1,

@@ -42,7 +42,7 @@ from ninetynine.common.runner import add_service_flags, run_service
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.handlers import rules_metrics
 from ninetynine.engine.local import LOCAL_TARGET, LocalEngine
-from ninetynine.session.deadlines import DEFAULT_LEASE_MS
+from ninetynine.session.deadlines import DEFAULT_BOT_THINK_MS, DEFAULT_LEASE_MS
 from ninetynine.session.draining import OpenStreams
 from ninetynine.session.errors import DOMAIN, session_error
 from ninetynine.session.expiry import DEFAULT_FINISHED_RETENTION_S, DEFAULT_LOBBY_IDLE_S, ExpiryPolicy
@@ -211,7 +211,7 @@ def create_session_server(
     *,
     engine_target: str,
     store_url: str,
-    bot_think_ms: int = 700,
+    bot_think_ms: int = DEFAULT_BOT_THINK_MS,
     engine_timeout: float = 1.0,
     time_scale: float = 1.0,
     stream_heartbeat_s: float = 15.0,
@@ -399,7 +399,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="sqlite:///path/rooms.db or redis://host:port/db",
     )
     add_env_argument(
-        parser, "--bot-think-ms", type=int, default=700, help="how long a bot waits before playing"
+        parser,
+        "--bot-think-ms",
+        type=int,
+        default=DEFAULT_BOT_THINK_MS,
+        help="a bot's turn: it plays this long after its turn began (the deadline its turnStarted and "
+        "views carry); not scaled by --turn-time-scale",
     )
     add_env_argument(
         parser,

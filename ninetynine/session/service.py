@@ -20,7 +20,7 @@ import secrets
 
 from ninetynine.engine.client import EngineClient
 from ninetynine.session import expiry
-from ninetynine.session.deadlines import DEFAULT_LEASE_MS, Deadlines, TurnClock
+from ninetynine.session.deadlines import DEFAULT_BOT_THINK_MS, DEFAULT_LEASE_MS, Deadlines, TurnClock
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.lobby import Lobby
 from ninetynine.session.metrics import SessionMetrics, run_room_gauge
@@ -42,7 +42,7 @@ class RoomService:
         engine: EngineClient,
         *,
         store_kind: str = "sqlite",
-        bot_think_ms: int = 700,
+        bot_think_ms: int = DEFAULT_BOT_THINK_MS,
         lease_ms: int = DEFAULT_LEASE_MS,
         poll_ms: int = 50,
         metrics: SessionMetrics | None = None,

@@ -132,3 +132,57 @@ async def test_deadlines_survive_a_restart(make_stack: MakeStack) -> None:
     assert sample(second.registry, f"{lateness}_count") >= len(games)
     overdue_by = sum((restarted_ms - d) / 1000 for _, _, _, d in games[:3])
     assert sample(second.registry, f"{lateness}_sum") >= overdue_by, "lateness counts the time spent down"
+
+
+async def test_every_turn_announces_the_deadline_the_session_enforces(make_stack: MakeStack) -> None:
+    """A turn's ``turnStarted``, the view after it and the room all carry the deadline that fires:
+    the bot's pace on a bot's turn, the 3 s rule once a seat timed out three times in a row."""
+    scale, bot_ms = 0.05, 150  # 10 s turns -> 500 ms, the 3 s rule -> 150 ms
+    stack = await make_stack(bot_think_ms=bot_ms, time_scale=scale)
+    normal, short = round(10_000 * scale), round(3_000 * scale)
+    turns: list[tuple[str, int, int]] = []  # (kind, deadline - turn start, timeouts in a row before it)
+    bot_moves: list[tuple[int, int]] = []  # (when the bot played, the deadline of its turn)
+    for _ in range(3):  # a game that ends before the 3 s rule shows: another room
+        host = await stack.stub.CreateRoom(
+            pb.CreateRoomRequest(name="A", max_seats=2, options=game_pb2.Options(turn_seconds=10, lives=3))
+        )
+        bot = (await stack.stub.AddBot(pb.AddBotRequest(token=host.seat_token))).player_id
+        await stack.stub.StartGame(pb.StartGameRequest(token=host.seat_token))
+        in_a_row = 0
+        announced: pb.RoomEvent | None = None  # the batch's turnStarted
+        running = 0  # the deadline of the turn under way
+        async for item in stack.stub.Subscribe(pb.SubscribeRequest(token=host.seat_token)):
+            kind = item.WhichOneof("item")
+            if kind == "event":
+                event = item.event
+                if event.WhichOneof("kind") == "timeout_applied":
+                    in_a_row = event.timeout_applied.consecutive
+                elif event.HasField("game") and event.game.HasField("card_played"):
+                    if event.game.card_played.player_id == bot:
+                        bot_moves.append((event.at_ms, running))
+                elif event.HasField("game") and event.game.HasField("turn_started"):
+                    announced = event
+            elif kind == "view" and item.view.room.phase == pb.ROOM_PHASE_PLAYING and announced is not None:
+                started = announced.game.turn_started
+                view, room = item.view.view, item.view.room
+                assert started.deadline_ms == view.deadline_ms == room.deadline_ms, (
+                    started,
+                    view.deadline_ms,
+                )
+                assert started.turn_started_at_ms == view.turn_started_at_ms
+                who = "bot" if started.player_id == bot else "host"
+                turns.append((who, started.deadline_ms - started.turn_started_at_ms, in_a_row))
+                running, announced = started.deadline_ms, None
+            elif kind == "view" and item.view.room.phase == pb.ROOM_PHASE_FINISHED:
+                break
+            if any(t[0] == "host" and t[2] >= 3 for t in turns) and len(bot_moves) >= 2:
+                break
+        if any(t[0] == "host" and t[2] >= 3 for t in turns):
+            break
+    assert {(length, row >= 3) for who, length, row in turns if who == "host"} >= {
+        (normal, False),
+        (short, True),
+    }
+    assert all(length == short for who, length, row in turns if who == "host" and row >= 3), turns
+    assert {length for who, length, _ in turns if who == "bot"} == {bot_ms}, turns
+    assert bot_moves and all(played >= due for played, due in bot_moves), "a bot plays at its turn's deadline"
