@@ -161,20 +161,13 @@ class Deadlines:
             seat = rooms.seat_of(doc, current)
             if seat.bot:
                 action = action_to_proto(bot_action(self.cache.game_at(room_id, doc.state)))
-                applied = await self.engine.call(
-                    "Apply",
-                    self.engine.client.apply(
-                        doc.state, current, action, expected_seq=doc.state.seq, now_ms=now
-                    ),
-                )
+                applied = await self.engine.apply(doc.state, current, action, now)
                 out = Step(source="bot")
                 out.add_game(applied.events)
                 advance(doc, applied.state, current, action, "bot", now)
                 fired["kind"] = "bot"
                 return out
-            timed = await self.engine.call(
-                "Timeout", self.engine.client.timeout(doc.state, expected_seq=doc.state.seq, now_ms=now)
-            )
+            timed = await self.engine.timeout(doc.state, now)
             seat.consecutive_timeouts += 1
             out = Step(source="timeout")
             out.add(

@@ -6,6 +6,7 @@ lack of an engine (UNAVAILABLE, DEADLINE_EXCEEDED) becomes the session's own ref
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -14,8 +15,11 @@ import grpc
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.client import EngineClient
+from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
+from ninetynine.engine.v1 import game_pb2, state_pb2
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
 
 ENGINE_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -29,7 +33,33 @@ class EngineCalls:
         self.client = client
         self.metrics = metrics
 
-    async def call(self, method: str, awaitable: Awaitable[T]) -> T:
+    async def setup(self, doc: doc_pb.RoomDocument, now: int) -> engine_pb.SetupResponse:
+        """A new game for the room's seats (a fresh seed), its first turn starting ``now``."""
+        seats = doc.seats
+        return await self._call(
+            "Setup",
+            self.client.setup(
+                [s.player_id for s in seats],
+                doc.options,
+                seed=secrets.randbits(64),
+                display_names={s.player_id: s.name for s in seats},
+                now_ms=now,
+            ),
+        )
+
+    async def apply(
+        self, state: state_pb2.State, player_id: str, action: game_pb2.Action, now: int
+    ) -> engine_pb.ApplyResponse:
+        """``player_id`` plays ``action`` on ``state`` (refused as stale once the state moved on)."""
+        return await self._call(
+            "Apply", self.client.apply(state, player_id, action, expected_seq=state.seq, now_ms=now)
+        )
+
+    async def timeout(self, state: state_pb2.State, now: int) -> engine_pb.TimeoutResponse:
+        """The §8.5 automatic move of the current player."""
+        return await self._call("Timeout", self.client.timeout(state, expected_seq=state.seq, now_ms=now))
+
+    async def _call(self, method: str, awaitable: Awaitable[T]) -> T:
         started = time.perf_counter()
         code = "OK"
         try:

@@ -7,8 +7,6 @@ room directly.
 
 from __future__ import annotations
 
-import secrets
-
 from ninetynine.engine.convert import options_from_proto
 from ninetynine.engine.errors import from_rule_error
 from ninetynine.engine.rules import RuleError
@@ -163,16 +161,7 @@ class Lobby:
                 raise session_error("GAME_ALREADY_STARTED", roomId=doc.room_id)
             if len(doc.seats) < 2:
                 raise session_error("NOT_ENOUGH_PLAYERS", seated=len(doc.seats))
-            setup = await self.engine.call(
-                "Setup",
-                self.engine.client.setup(
-                    [s.player_id for s in doc.seats],
-                    doc.options,
-                    seed=secrets.randbits(64),
-                    display_names={s.player_id: s.name for s in doc.seats},
-                    now_ms=now,
-                ),
-            )
+            setup = await self.engine.setup(doc, now)
             doc.state.CopyFrom(setup.state)
             doc.phase = pb.ROOM_PHASE_PLAYING
             doc.started_at_ms = now

@@ -126,7 +126,4 @@ class Plays:
         # chosen for an older situation must not land at today's total just because it is legal.
         if expected_move_seq is not None and expected_move_seq != doc.state.seq:
             raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
-        return await self.engine.call(
-            "Apply",
-            self.engine.client.apply(doc.state, player_id, action, expected_seq=doc.state.seq, now_ms=now),
-        )
+        return await self.engine.apply(doc.state, player_id, action, now)

@@ -841,7 +841,8 @@ class RoomEvent(_message.Message):
     @_builtins.property
     def game(self) -> _events_pb2.Event:
         """A game event, already filtered for this subscriber. Events the subscriber may not
-        see are sent as `hidden` to keep the seq contiguous.
+        see are sent as `hidden` to keep the seq contiguous. A turn_started carries the session's
+        deadline for that turn (the one it enforces, as the views do), not the rules' plain one.
         """
 
     @_builtins.property
