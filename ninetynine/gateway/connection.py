@@ -65,6 +65,8 @@ CLOSE_SLOW = 4001
 
 SESSION_TIMEOUT_S = 10.0
 GOODBYE_TIMEOUT_S = 1.0
+# The shortest heartbeat a hello may ask for: the idle limit is three of them.
+MIN_HEARTBEAT_S = 2
 
 
 class Connection:
@@ -107,6 +109,7 @@ class Connection:
         self._abuse = AbuseMeter(limits.abuse_refusals, limits.abuse_window_seconds)
         self._last_received = now
         self._started = now
+        self.heartbeat_seconds = limits.heartbeat_seconds  # a hello may ask for a shorter one
         self._heard = False
         self._idle_timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -258,13 +261,20 @@ class Connection:
             return
         now = self.clock()
         if self._heard:
-            left = self.limits.idle_seconds - (now - self._last_received)
+            left = self.heartbeat_seconds * self.limits.idle_factor - (now - self._last_received)
         else:  # not a word since the upgrade: the (shorter) first-message timeout
             left = min(self.limits.hello_timeout_seconds, self.limits.idle_seconds) - (now - self._started)
         if left <= 0:
             self._close_soon("idle", CLOSE_IDLE)
         else:
             self._arm_idle_timer(left)
+
+    def set_heartbeat(self, asked: int) -> None:
+        """The client pings at least every ``asked`` seconds: a silence of 3 × that closes it."""
+        self.heartbeat_seconds = max(MIN_HEARTBEAT_S, min(self.limits.heartbeat_seconds, asked))
+        if self._idle_timer is not None:  # the next check comes within the new idle limit
+            self._idle_timer.cancel()
+        self._arm_idle_timer(self.heartbeat_seconds * self.limits.idle_factor)
 
     def _refused(self) -> bool:
         """Count a refusal; on sustained abuse close the connection (True)."""

@@ -15,6 +15,7 @@ overloaded) is answered ``UNAVAILABLE``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -114,17 +115,21 @@ async def hello(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None
         conn.send_error("MALFORMED_MESSAGE", reply_id, {"detail": "lang must be 'ko' or 'en'"})
         return
     conn.lang = "en" if lang == "en" else "ko"
+    if msg.hello.heartbeat_seconds:
+        conn.set_heartbeat(msg.hello.heartbeat_seconds)
     welcome = gw.Welcome(
         protocol_version=PROTOCOL_VERSION,
-        heartbeat_seconds=conn.limits.heartbeat_seconds,
+        heartbeat_seconds=conn.heartbeat_seconds,
         max_message_bytes=conn.limits.max_message_bytes,
         lang=conn.lang,
     )
     conn.reply(reply_id, welcome=welcome)
 
 
-async def ping(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
-    conn.reply(reply_id, pong=gw.Pong())
+async def ping(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    # The wall clock, which the deadlines are on too: the client runs its timer on it.
+    now_ms = time.time_ns() // 1_000_000 if msg.ping.clock else 0
+    conn.reply(reply_id, pong=gw.Pong(server_time_ms=now_ms))
 
 
 async def list_rooms(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:

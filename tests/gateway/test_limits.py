@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from ninetynine.gateway.limits import AbuseMeter, Limits, TokenBucket
@@ -144,3 +147,28 @@ async def test_healthz_and_the_web_table_route(gateway: RunningGateway) -> None:
             assert resp.status == 200 and (await resp.json())["status"] == "ok"
         async with http.get(f"http://127.0.0.1:{gateway.http_port}/") as resp:
             assert resp.status in (200, 404)  # 404 only until the web table's index.html lands
+
+
+async def test_a_hello_with_a_short_heartbeat_makes_a_silent_drop_end_within_seconds(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    running = await make_gateway(Limits(heartbeat_seconds=20))
+    client = await ws_client(running)
+    welcome = await client.request({"type": "hello", "id": 1, "lang": "ko", "heartbeatSeconds": 2})
+    assert welcome["heartbeatSeconds"] == 2, "the server keeps the client's shorter heartbeat"
+    # Then nothing more, as after a network drop: closed after 3 × 2 s, not 3 × 20 s.
+    assert await asyncio.wait_for(client.close_code(), timeout=15) == 4000
+    assert client.seen[-1] == {"type": "goodbye", "reason": "idle", "retryAfterMs": 0}
+
+
+async def test_a_ping_asking_for_the_clock_gets_the_server_time(
+    make_gateway: GatewayFactory, ws_client: WsFactory
+) -> None:
+    running = await make_gateway(Limits())
+    client = await ws_client(running)
+    before = time.time() * 1000
+    pong = await client.request({"type": "ping", "id": 7, "clock": True})
+    after = time.time() * 1000
+    assert pong["type"] == "pong" and before - 1 <= pong["serverTime"] <= after + 1
+    plain = await client.request({"type": "ping", "id": 8})
+    assert plain == {"type": "pong", "id": 8}, "unchanged without clock"

@@ -146,21 +146,29 @@ class Hello(_message.Message):
 
     LANG_FIELD_NUMBER: _builtins.int
     CLIENT_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_SECONDS_FIELD_NUMBER: _builtins.int
     lang: _builtins.str
     """"ko" (default) or "en"."""
     client: _builtins.str
     """Free text naming the client (at most 64 characters)."""
+    heartbeat_seconds: _builtins.int
+    """The client pings at least this often (seconds); unset = the server's interval. A shorter one
+    makes the server notice a silent drop sooner: its idle limit becomes 3 × this (Welcome echoes it).
+    """
     def __init__(
         self,
         *,
         lang: _builtins.str = ...,
         client: _builtins.str = ...,
+        heartbeat_seconds: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_heartbeat_seconds", b"_heartbeat_seconds", "heartbeat_seconds", b"heartbeat_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client", b"client", "lang", b"lang"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_heartbeat_seconds", b"_heartbeat_seconds", "client", b"client", "heartbeat_seconds", b"heartbeat_seconds", "lang", b"lang"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__heartbeat_seconds: _TypeAlias = _typing.Literal["heartbeat_seconds"]  # noqa: Y015
+    _WhichOneofArgType__heartbeat_seconds: _TypeAlias = _typing.Literal["_heartbeat_seconds", b"_heartbeat_seconds"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__heartbeat_seconds) -> _WhichOneofReturnType__heartbeat_seconds | None: ...
 
 Global___Hello: _TypeAlias = Hello  # noqa: Y015
 
@@ -395,12 +403,17 @@ class Ping(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    CLOCK_FIELD_NUMBER: _builtins.int
+    clock: _builtins.bool
+    """Ask for the server's clock in the Pong (to run the turn timer on the server's deadlines)."""
     def __init__(
         self,
+        *,
+        clock: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -726,12 +739,17 @@ class Pong(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    SERVER_TIME_MS_FIELD_NUMBER: _builtins.int
+    server_time_ms: _builtins.int
+    """The server's wall clock (ms since the epoch) when it answered; set only if the Ping asked."""
     def __init__(
         self,
+        *,
+        server_time_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server_time_ms", b"server_time_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
