@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 PHONE: ViewportSize = {"width": 390, "height": 844}
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 # A 10-second turn lasts 4 s: ample for a scripted tap, short when the seat is away (the drop test).
 TURN_TIME_SCALE = 0.4
 BOT_THINK_MS = 40
@@ -129,18 +129,29 @@ class Browser:
     page: Page
     log: PageLog
     shots: list[Path]
+    others: list[PageLog] = field(default_factory=list)
 
-    async def screenshot(self, name: str) -> Path:
+    async def screenshot(self, name: str, page: Page | None = None) -> Path:
+        """Save ``name``.png of the test's page (or of another page of the same browser)."""
         path = ARTIFACTS / f"{name}.png"
-        await self.page.screenshot(path=str(path))
+        await (page or self.page).screenshot(path=str(path))
         self.shots.append(path)
         return path
+
+    async def new_page(self) -> tuple[Page, PageLog]:
+        """Another tab (its own sessionStorage: its own seat), its frames checked like the first one's."""
+        page = await self.page.context.new_page()
+        log = PageLog()
+        page.on("websocket", log.watch)
+        page.on("pageerror", lambda exc: self.log.page_errors.append(str(exc)))
+        self.others.append(log)
+        return page, log
 
 
 def _chromium_or_skip() -> None:
     if CHROMIUM.exists():
         return
-    hint = f"{CHROMIUM} is missing: apt-get install -y chromium fonts-nanum"
+    hint = f"{CHROMIUM} is missing: apt-get install -y chromium fonts-nanum fonts-noto-color-emoji"
     if os.environ.get("CI"):
         pytest.fail(hint)  # CI installs it (.ci/run); missing there is a broken pipeline
     pytest.skip(hint)
@@ -174,10 +185,13 @@ async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
             "console",
             lambda m: log.page_errors.append(m.text) if "Content Security Policy" in m.text else None,
         )
+        opened = Browser(page, log, [])
         try:
-            yield Browser(page, log, [])
+            yield opened
         finally:
             await context.close()
             shutil.rmtree(profile, ignore_errors=True)
     assert not log.page_errors, f"uncaught errors in the page: {log.page_errors}"
     assert not log.schema_errors, f"frames outside the protocol: {log.schema_errors[:3]}"
+    for other in opened.others:
+        assert not other.schema_errors, f"frames outside the protocol: {other.schema_errors[:3]}"

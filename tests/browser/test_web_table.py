@@ -7,7 +7,7 @@ their choice buttons, the joker through its dial. What the server saw is checked
 own WebSocket frames and, for the reconnect test, from a second always-connected client of the
 same seat.
 
-Screenshots land in ``artifacts/browser/`` (gitignored; CI keeps them as artefacts).
+Screenshots land in ``artifacts/screenshots/`` (gitignored; CI keeps them as artefacts).
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ class Tapper:
         total = await self.total()
         plus = await self.page.get_by_test_id("choice-plus").inner_text()
         minus = await self.page.get_by_test_id("choice-minus").inner_text()
-        assert plus.startswith(f"+{value} → {total + value}"), plus
-        assert minus.startswith(f"−{value} → {total - value}"), minus
+        assert plus.startswith(f"+{value} → {_num(total + value)}"), plus
+        assert minus.startswith(f"−{value} → {_num(total - value)}"), minus
 
     async def _choose(self, testids: tuple[str, ...], shot: str | None, flag: str | None) -> None:
         buttons = [self.page.get_by_test_id(t) for t in testids]
@@ -168,6 +168,11 @@ class Tapper:
             self.shot_joker = True
             await self.browser.screenshot("table-joker-dial")
         await self.page.get_by_test_id("play-joker").tap()
+
+
+def _num(n: int) -> str:
+    """A number as the table writes it: negatives with a real minus sign (U+2212)."""
+    return f"−{-n}" if n < 0 else str(n)
 
 
 async def _expect_attr(locator: Any, name: str, value: str) -> None:

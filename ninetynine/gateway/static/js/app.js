@@ -5,7 +5,7 @@ import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
 import { initLang, lang, setLang, t, translateStatic } from './i18n.js';
 import { buildFrames, renderFrame } from './replay.js';
-import { avatarLetter, Table } from './table.js';
+import { avatarFor, avatarLetter, displayName, Table } from './table.js';
 
 const params = new URLSearchParams(location.search);
 const demo = params.get('demo') === '1' ? 'table' : params.get('demo');
@@ -25,11 +25,13 @@ const app = {
   frameIndex: 0,
   autoplay: null,
   table: null,
+  rematch: null, // {bots, start}: a "한 판 더" room being set up like the last one
 };
 
 // -- screens and small UI pieces ------------------------------------------------------------
 
 function show(screen) {
+  if (document.body.dataset.screen !== screen) $('[data-testid="toast"]').hidden = true; // stale elsewhere
   for (const id of ['lobby', 'table', 'results', 'replay']) $(`#screen-${id}`).hidden = id !== screen;
   document.body.dataset.screen = screen;
 }
@@ -48,6 +50,7 @@ function setConnState(state) {
   const el = $('[data-testid="connection"]');
   el.dataset.state = state;
   $('.conn-text', el).textContent = t(`conn_${state}`);
+  app.table?.setConnection(state);
 }
 
 function fillSelects() {
@@ -71,7 +74,7 @@ function applyLanguage() {
   fillSelects();
   setConnState($('[data-testid="connection"]').dataset.state);
   if (app.room) renderWaitingRoom();
-  if (app.view) app.table.render(app.view);
+  if (app.view) { tailorHelp(app.view.mode, app.view.options); app.table.render(app.view); }
   if (app.view?.phase === 'finished') renderResults(app.view);
   if (app.replay) { app.frames = buildFrames(app.replay); showFrame(app.frameIndex); }
 }
@@ -134,8 +137,8 @@ function renderWaitingRoom() {
   for (let i = 0; i < room.maxSeats; i++) {
     const s = room.seats[i];
     seats.push(h('li', { class: `seat${s ? '' : ' free'}`, 'data-testid': `seat-${i}` },
-      h('span', { class: 'avatar small' }, s ? avatarLetter(s.name) : '+'),
-      s ? h('span', {}, s.name, s.playerId === me ? ` (${t('you')})` : '') : h('span', { class: 'muted' }, t('empty')),
+      h('span', { class: 'avatar small' }, s ? avatarFor(s.name, s.bot) : '+'),
+      s ? h('span', {}, displayName(s.name, s.bot), s.playerId === me ? ` (${t('you')})` : '') : h('span', { class: 'muted' }, t('empty')),
       s?.playerId === room.hostId ? h('span', { class: 'tag' }, t('host')) : null,
       s?.bot ? h('span', { class: 'tag' }, t('bot')) : null,
       s && !s.connected ? h('span', { class: 'tag warn' }, t('disconnected')) : null));
@@ -176,7 +179,8 @@ function createRoom() {
 }
 
 function roomCode() {
-  const code = $('#room-code').value.trim();
+  // Codes are capitals (the field shows them so); what was typed in lower case means the same room.
+  const code = $('#room-code').value.trim().toUpperCase();
   if (!code) toast(t('needCode'));
   return code;
 }
@@ -190,15 +194,52 @@ function spectate(code = roomCode()) {
   if (code) send({ type: 'spectate', roomId: code });
 }
 
+/** Leave the room for good (waiting room, table, results): the server frees this connection. */
 function leaveRoom() {
-  send({ type: 'leaveRoom' });
+  app.rematch = null;
+  if (!demo) app.conn.leave();
   resetToLobby();
+}
+
+/**
+ * "한 판 더": a new room with the last one's settings and size, its bots added again, started at
+ * once when all the others were bots (else the waiting room shows the code to share).
+ */
+function rematch() {
+  const name = playerName();
+  const room = app.room;
+  if (!name || !room) return;
+  const others = room.seats.filter((s) => s.playerId !== app.conn?.session?.playerId);
+  const plan = { bots: others.filter((s) => s.bot).length, start: others.every((s) => s.bot) };
+  if (demo) return toast(t('demo', { what: 'rematch' }));
+  app.conn.leave();
+  resetToLobby();
+  app.rematch = plan;
+  send({ type: 'createRoom', name, seats: room.maxSeats, options: room.options });
+}
+
+/** The rematch room's next step, on each `room` of it: one bot at a time, then start. */
+function continueRematch(room) {
+  const plan = app.rematch;
+  if (!plan || room.phase !== 'waiting' || !app.conn?.session?.host) return;
+  const bots = room.seats.filter((s) => s.bot).length;
+  if (bots < plan.bots) {
+    if (plan.asked !== bots) {
+      plan.asked = bots;
+      send({ type: 'addBot' });
+    }
+    return;
+  }
+  app.rematch = null;
+  if (plan.start) send({ type: 'startGame' });
+  else toast(t('rematchNote'));
 }
 
 function resetToLobby() {
   app.room = null;
   app.view = null;
   app.replay = null;
+  app.table.reset();
   stopAutoplay();
   renderWaitingRoom();
   show('lobby');
@@ -268,13 +309,22 @@ function onMessage(msg) {
       if (!app.conn.inRoom) app.conn.send({ type: 'listRooms' });
       break;
     case 'joined':
-      show('lobby');
+      if (app.room && app.room.roomId !== msg.roomId) app.table.reset();
+      app.table.catchingUp = true; // a resume's missed events come next: already happened
+      if (!app.view) show('lobby');
       break;
     case 'room':
       app.room = msg.room;
       app.table.setRoom(msg.room);
       renderWaitingRoom();
-      if (msg.room.phase === 'waiting') show('lobby');
+      if (msg.room.phase === 'waiting') {
+        app.table.catchingUp = false;
+        show('lobby');
+        continueRematch(msg.room);
+      }
+      break;
+    case 'event':
+      app.table.onEvent(msg.event);
       break;
     case 'rooms':
       renderRooms(msg.rooms);
@@ -306,6 +356,8 @@ function onMessage(msg) {
 
 function onView(view) {
   app.view = view;
+  app.table.catchingUp = false;
+  tailorHelp(view.mode, view.options);
   if (view.phase === 'finished') {
     renderResults(view);
     show('results');
@@ -313,6 +365,13 @@ function onView(view) {
   }
   show('table');
   app.table.render(view);
+}
+
+/** Help shows the rules of this room's mode only, with its joker range. */
+function tailorHelp(mode, options) {
+  document.body.dataset.mode = mode;
+  const [min, max] = String(options?.jokerRange ?? '60-99').split('-');
+  $('#help-joker').textContent = t('helpJoker', { min, max });
 }
 
 // -- wiring ---------------------------------------------------------------------------------
@@ -340,15 +399,23 @@ async function startDemo() {
     onView((await loadDemo('view-finished')).view);
     return;
   }
-  const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator' }[demo] ?? 'view-table';
+  const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator', table10: 'view-table-10' }[demo] ?? 'view-table';
+  if (demo === 'banners') window.__ninetyNine = { get banners() { return [...app.table.bannerLog]; } };
   const message = await loadDemo(fixture);
   const view = message.view;
   // Make the demo's turn current so the timer ring runs.
   const span = view.deadline - view.turnStartedAt;
   view.turnStartedAt = Date.now() - 4000;
   view.deadline = view.turnStartedAt + span;
-  onMessage(await loadDemo('room'));
+  onMessage(await loadDemo(demo === 'table10' ? 'room-10' : 'room'));
   onView(view);
+  if (demo === 'banners') {
+    // Every kind of announced event, one after the other, through the table's own handling.
+    for (const event of (await loadDemo('events')).events) {
+      await new Promise((done) => { setTimeout(done, 300); });
+      app.table.onEvent(event);
+    }
+  }
   const select = params.get('select');
   if (select) {
     const entry = view.hand.find((e) => e.card.id === select);
@@ -375,13 +442,20 @@ function wire() {
   const help = $('#help');
   $('[data-testid="help-toggle"]').addEventListener('click', () => { help.hidden = !help.hidden; });
   $('#help-close').addEventListener('click', () => { help.hidden = true; });
+  $('#help-x').addEventListener('click', () => { help.hidden = true; });
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape') help.hidden = true; });
   help.addEventListener('click', (e) => { if (e.target === help) help.hidden = true; });
   for (const el of document.querySelectorAll('[data-testid="back-to-lobby"], [data-testid="replay-back"]')) {
-    el.addEventListener('click', () => {
-      if (app.conn?.forgetSession && app.view?.phase === 'finished') app.conn.forgetSession();
-      resetToLobby();
-    });
+    el.addEventListener('click', leaveRoom);
   }
+  $('[data-testid="rematch"]').addEventListener('click', rematch);
+  const code = $('#room-code');
+  code.addEventListener('input', () => {
+    const at = code.selectionStart;
+    code.value = code.value.toUpperCase();
+    code.setSelectionRange(at, at);
+  });
+  code.addEventListener('keydown', (e) => { if (e.key === 'Enter') joinRoom(); });
   $('[data-testid="open-replay"]').addEventListener('click', () => {
     if (demo) loadDemo('replay').then(openReplay);
     else send({ type: 'getReplay', roomId: app.conn.session?.roomId ?? app.room?.roomId });
@@ -395,7 +469,9 @@ function wire() {
 function main() {
   initLang();
   $('#player-name').value = localStorage.getItem('nn.name') ?? '';
-  app.table = new Table($('#screen-table'), { play, toast });
+  app.table = new Table($('#screen-table'), {
+    play, toast, leave: leaveRoom, serverNow: () => app.conn?.serverNow?.() ?? Date.now(),
+  });
   wire();
   applyLanguage();
   show('lobby');
@@ -410,6 +486,9 @@ function main() {
     get lastSeq() { return conn.lastSeq; },
     get appliedEvents() { return [...conn.appliedEvents]; },
     drop: () => conn.dropForTest(),
+    get clockOffset() { return conn.clockOffset; },
+    get banners() { return [...app.table.bannerLog]; },
+    timeLeft: () => app.table.timeLeft(),
   };
   conn.start();
 }

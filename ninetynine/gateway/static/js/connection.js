@@ -4,8 +4,15 @@
 // and a reload or a network drop resumes the same seat.
 
 const STORE_KEY = 'nn.session';
+const CLOCK_KEY = 'nn.clock';
 const BACKOFF_START_MS = 500;
 const BACKOFF_MAX_MS = 15000;
+// Application heartbeat: a ping every 2 s (the server then closes us after 6 s of silence and tells
+// the others), and 5 s without a word from the server is a drop, even if the socket still looks open.
+const HEARTBEAT_S = 2;
+const SILENCE_MS = 5000;
+// Clock samples older than this are dropped: the shortest round trip of the recent ones wins.
+const CLOCK_SAMPLE_MAX_AGE_MS = 120000;
 
 /**
  * The gateway's WebSocket on this page's own origin: the only place the seat token is ever sent
@@ -13,6 +20,15 @@ const BACKOFF_MAX_MS = 15000;
  */
 export function ownSocketUrl() {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+}
+
+function loadClock() {
+  try {
+    const clock = JSON.parse(sessionStorage.getItem(CLOCK_KEY) || 'null');
+    return clock && Number.isFinite(clock.offset) ? clock : null;
+  } catch {
+    return null;
+  }
 }
 
 export function loadSession() {
@@ -56,15 +72,28 @@ export class Connection {
     this.nextId = 1;
     this.attempt = 0;
     this.retryAfterMs = 0;
-    this.heartbeatSeconds = 20;
+    this.heartbeatSeconds = HEARTBEAT_S;
     this.lastHeard = Date.now();
+    this.pings = new Map(); // ping id -> local send time, for the clock offset
+    this.clock = loadClock(); // {offset, rtt, at}: server time ≈ Date.now() + offset
     this.heartbeatTimer = null;
+    this.lastPing = 0;
     this.reconnectTimer = null;
     this.stopped = false;
   }
 
   get inRoom() {
     return Boolean(this.session?.token);
+  }
+
+  /** Milliseconds to add to Date.now() to get the server's clock (0 until measured). */
+  get clockOffset() {
+    return this.clock?.offset ?? 0;
+  }
+
+  /** The server's clock now, as far as the last round trips tell. */
+  serverNow() {
+    return Date.now() + this.clockOffset;
   }
 
   start() {
@@ -82,22 +111,39 @@ export class Connection {
       return;
     }
     this.ws = ws;
+    // An upgrade that never completes (the line is dead) is given up like a silent socket.
+    setTimeout(() => { if (this.ws === ws && ws.readyState === WebSocket.CONNECTING) this.abandon(); }, SILENCE_MS);
     ws.onopen = () => {
       this.attempt = 0;
       this.lastHeard = Date.now();
       this.onState('open');
-      this.send({ type: 'hello', lang: this.lang(), client: 'web-table/1' });
+      this.send({ type: 'hello', lang: this.lang(), client: 'web-table/1', heartbeatSeconds: HEARTBEAT_S });
+      this.ping(); // measure the clock before the resume's view needs it
       if (this.session?.token) this.send({ type: 'resume', token: this.session.token, afterSeq: this.lastSeq });
       this.startHeartbeat();
     };
-    ws.onmessage = (e) => this.receive(e.data);
+    ws.onmessage = (e) => { if (this.ws === ws) this.receive(e.data); };
     ws.onclose = () => {
+      if (this.ws !== ws) return; // a socket already given up as silent
       this.stopHeartbeat();
-      if (this.ws === ws) this.ws = null;
+      this.ws = null;
       if (!this.stopped) this.scheduleReconnect();
       else this.onState('closed');
     };
     ws.onerror = () => {}; // onclose follows and handles it
+  }
+
+  /**
+   * Give up on the current socket now. A silent network drop leaves a socket whose close handshake
+   * can hang for a minute: it is detached (its late messages and close are ignored) rather than awaited.
+   */
+  abandon() {
+    const ws = this.ws;
+    if (!ws) return;
+    this.ws = null;
+    this.stopHeartbeat();
+    try { ws.close(); } catch { /* already closing */ }
+    if (!this.stopped) this.scheduleReconnect();
   }
 
   scheduleReconnect() {
@@ -113,13 +159,37 @@ export class Connection {
 
   startHeartbeat() {
     this.stopHeartbeat();
+    const every = Math.min(this.heartbeatSeconds * 1000, 1000);
     this.heartbeatTimer = setInterval(() => {
-      if (Date.now() - this.lastHeard > 2 * this.heartbeatSeconds * 1000) {
-        this.ws?.close(); // silent server: treat as a drop and reconnect
+      const silent = Date.now() - this.lastHeard;
+      if (silent > Math.max(SILENCE_MS, 2.5 * this.heartbeatSeconds * 1000)) {
+        this.abandon(); // no pong: the line is dead even if the socket has not noticed
         return;
       }
-      this.send({ type: 'ping' });
-    }, this.heartbeatSeconds * 1000);
+      if (Date.now() - this.lastPing >= this.heartbeatSeconds * 1000) this.ping();
+    }, every);
+  }
+
+  ping() {
+    const id = this.send({ type: 'ping', clock: true });
+    if (id === null) return;
+    this.lastPing = Date.now();
+    this.pings.set(id, this.lastPing);
+    if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
+  }
+
+  /** A pong with serverTime: offset = serverTime - midpoint of the round trip; the shortest recent one wins. */
+  measure(msg) {
+    const sent = this.pings.get(msg.id);
+    this.pings.delete(msg.id);
+    if (sent === undefined || !msg.serverTime) return;
+    const now = Date.now();
+    const sample = { offset: msg.serverTime - (sent + now) / 2, rtt: now - sent, at: now };
+    const old = this.clock;
+    if (!old || now - old.at > CLOCK_SAMPLE_MAX_AGE_MS || sample.rtt <= old.rtt) {
+      this.clock = sample;
+      try { sessionStorage.setItem(CLOCK_KEY, JSON.stringify(sample)); } catch { /* private mode */ }
+    }
   }
 
   stopHeartbeat() {
@@ -183,6 +253,9 @@ export class Connection {
           this.startHeartbeat();
         }
         break;
+      case 'pong':
+        this.measure(msg);
+        break;
       case 'joined': {
         const sameRoom = this.session?.roomId === msg.roomId && this.session?.token === msg.token;
         if (!sameRoom) this.lastSeq = 0; // a new seat: its room's events start from the beginning
@@ -230,5 +303,11 @@ export class Connection {
   /** For tests: drop the socket as a network failure would (the client reconnects by itself). */
   dropForTest() {
     this.ws?.close();
+  }
+
+  /** Leave the bound room (if any) and forget its seat; the server answers `left`. */
+  leave() {
+    if (this.inRoom) this.send({ type: 'leaveRoom' });
+    this.forgetSession();
   }
 }

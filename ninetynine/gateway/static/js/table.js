@@ -1,13 +1,17 @@
-// The game table (spec §9): big total with a gauge ring and a timer ring, opponents on top, direction
-// arrow, own hand at the bottom with tap-to-preview / tap-again-to-play and the choice panels.
-// Everything shown comes from the server's view: legality, previews and refusal reasons included.
+// The game table (spec §9): big total with a gauge ring and a big timer ring, the other seats in turn
+// order with the direction between them, a centre pile the played card flies onto, banners for what
+// just happened, your own seat, and your hand with tap-to-preview / tap-again-to-play and the choice
+// panels. Everything shown comes from the server's view and events: legality, previews and refusal
+// reasons included. The timer runs on the server's deadline, corrected by the measured clock offset.
 
 import { $, fill, h, svg } from './dom.js';
-import { badgeFor, t } from './i18n.js';
+import { badgeFor, lang, t } from './i18n.js';
 
-const GAUGE_R = 96;
-const TIMER_R = 114;
+const GAUGE_R = 92;
+const TIMER_R = 118;
 const CIRC = (r) => 2 * Math.PI * r;
+const BANNER_MS = 2200;
+const BOT_AVATARS = ['🤖', '🦊', '🐼', '🐯', '🐸', '🐙', '🦉', '🐧', '🐨', '🐳'];
 
 /** Colour of the gauge: green -> yellow -> red as the total nears 99 (hue 130 -> 0). */
 export function gaugeColor(total) {
@@ -20,23 +24,61 @@ export function gaugeLevel(total) {
   return total >= 90 ? 'high' : total >= 70 ? 'mid' : 'low';
 }
 
+/** A number as the table writes it: a real minus sign (U+2212), never a hyphen. */
+export function num(n) {
+  return n < 0 ? `−${-n}` : String(n);
+}
+
+/** Bots are named "봇 N" by the server; in English they read "Bot N". */
+export function displayName(name, bot) {
+  const m = bot ? /^봇 (\d+)$/.exec(name ?? '') : null;
+  return m && lang() === 'en' ? `Bot ${m[1]}` : name ?? '?';
+}
+
+export function avatarLetter(name) {
+  return Array.from(name ?? '?')[0]?.toUpperCase() ?? '?';
+}
+
+/** A bot's own animal (by its number), a person's initial. */
+export function avatarFor(name, bot) {
+  if (!bot) return avatarLetter(name);
+  const n = Number(/(\d+)$/.exec(name ?? '')?.[1] ?? 1);
+  return BOT_AVATARS[(n - 1) % BOT_AVATARS.length];
+}
+
+/** Classic cards: ♥ ♦ red, ♠ ♣ black (from the card id's suit letter). */
+export function suitClass(cardId) {
+  const m = /^(?:\d+|[AJQK])([SHDC])-/.exec(cardId ?? '');
+  if (!m) return '';
+  return m[1] === 'H' || m[1] === 'D' ? ' suit-red' : ' suit-black';
+}
+
+function reducedMotion() {
+  return window.matchMedia?.('(prefers-reduced-motion: reduce)').matches ?? false;
+}
+
 export class Table {
   /**
    * @param {HTMLElement} root the #screen-table element
-   * @param {{play: (action: object, moveSeq: number) => void, toast: (text: string, reason?: string) => void}} actions
+   * @param {{play: (action: object, moveSeq: number) => void, toast: (text: string, reason?: string) => void,
+   *          leave: () => void, serverNow: () => number}} actions
    */
   constructor(root, actions) {
     this.root = root;
     this.actions = actions;
     this.view = null;
-    this.seats = new Map(); // playerId -> {connected, bot} from `room`
+    this.seats = new Map(); // playerId -> {connected, bot, name} from `room`
     this.selected = null; // card id tapped once
     this.jokerValue = null;
     this.shownTotal = null;
     this.countUp = null;
-    this.turnKey = null;
-    this.turnLocalStart = 0;
     this.sending = false;
+    this.catchingUp = false; // events of a resume: already happened, no banners
+    this.banners = []; // queue of {kind, text}
+    this.bannerLog = []; // every banner shown, for the tests
+    this.bannerTimer = null;
+    this.longestTurn = 0; // the longest human turn seen this game: a much shorter one is the 3-second rule
+    this.confirmingLeave = false;
     this.build();
     this.tick = this.tick.bind(this);
     requestAnimationFrame(this.tick);
@@ -51,35 +93,75 @@ export class Table {
     this.timerArc = ring(TIMER_R, 'timer-arc', {
       'stroke-dasharray': CIRC(TIMER_R), 'stroke-dashoffset': 0, transform: 'rotate(-90 130 130)',
     });
-    this.gaugeSvg = svg('svg', { viewBox: '0 0 260 260', class: 'gauge', 'data-testid': 'gauge' },
+    this.gaugeSvg = svg('svg', { viewBox: '0 0 260 260', class: 'gauge', 'data-testid': 'gauge', 'aria-hidden': 'true' },
       ring(TIMER_R, 'timer-track'), this.timerArc, ring(GAUGE_R, 'gauge-track'), this.gaugeArc);
-    this.timerBox = h('div', { class: 'timer', 'data-testid': 'timer' });
+    this.timerBox = h('div', { class: 'timer', 'data-testid': 'timer', role: 'timer' });
     this.totalEl = h('div', { class: 'total', 'data-testid': 'total', 'aria-live': 'polite' }, '0');
     this.arrow = h('div', { class: 'direction', 'data-testid': 'direction' },
-      svg('svg', { viewBox: '0 0 48 48', width: 44, height: 44 },
+      svg('svg', { viewBox: '0 0 48 48', width: 44, height: 44, 'aria-hidden': 'true' },
         svg('path', { d: 'M40 24a16 16 0 1 1-6-12.5', fill: 'none', stroke: 'currentColor', 'stroke-width': 4, 'stroke-linecap': 'round' }),
         svg('path', { d: 'M36 4l-1 10-10-1', fill: 'none', stroke: 'currentColor', 'stroke-width': 4, 'stroke-linecap': 'round', 'stroke-linejoin': 'round' })));
     this.dirLabel = h('div', { class: 'dir-label' });
-    this.opponents = h('div', { class: 'opponents' });
+    this.opponents = h('div', { class: 'opponents', 'data-testid': 'turn-order' });
     this.status = h('div', { class: 'turn-status' });
     this.recent = h('ol', { class: 'recent', 'data-testid': 'recent-plays' });
     this.panel = h('div', { class: 'choice-panel' });
     this.hand = h('div', { class: 'hand', 'data-testid': 'hand' });
     this.info = h('div', { class: 'table-info' });
-    const centre = h('div', { class: 'centre' }, this.timerBox, this.gaugeSvg, this.totalEl);
+    this.pile = h('div', { class: 'pile', 'data-testid': 'pile', 'aria-live': 'polite' });
+    this.banner = h('div', { class: 'banner', 'data-testid': 'banner', role: 'status', 'aria-live': 'assertive', hidden: true });
+    this.offline = h('div', { class: 'offline-banner', 'data-testid': 'offline-banner', role: 'alert', hidden: true });
+    this.me = h('div', { class: 'me-seat', 'data-testid': 'me-seat' });
+    this.leaveBox = h('div', { class: 'leave-box' });
+    const centre = h('div', { class: 'centre' }, this.gaugeSvg, this.totalEl, this.timerBox);
     fill(this.root,
+      this.offline,
       this.opponents,
-      h('div', { class: 'middle' }, h('div', { class: 'dir-box' }, this.arrow, this.dirLabel), centre, this.info),
+      h('div', { class: 'middle' },
+        h('div', { class: 'dir-box' }, this.arrow, this.dirLabel, this.info),
+        centre,
+        h('div', { class: 'pile-box' }, this.pile),
+        this.banner),
       this.status,
       this.recent,
       this.panel,
       this.hand,
+      h('div', { class: 'me-row' }, this.me, this.leaveBox),
     );
   }
 
   setRoom(room) {
     this.seats = new Map(room.seats.map((s) => [s.playerId, s]));
-    if (this.view) this.renderOpponents(this.view, null);
+    if (this.view) {
+      this.renderOpponents(this.view, null);
+      this.renderMe(this.view);
+    }
+  }
+
+  /** The connection state: anything but open shows "연결 끊김" over the table. */
+  setConnection(state) {
+    const down = state === 'reconnecting' || state === 'closed';
+    this.offline.hidden = !down;
+    this.offline.textContent = down ? t('offlineBanner') : '';
+  }
+
+  nameOf(id) {
+    const seat = this.seats.get(id);
+    const player = this.view?.players.find((p) => p.id === id);
+    return displayName(player?.name ?? seat?.name ?? id, seat?.bot);
+  }
+
+  /** A new game (or a new room): forget what belongs to the last one. */
+  reset() {
+    this.view = null;
+    this.selected = null;
+    this.shownTotal = null;
+    this.longestTurn = 0;
+    this.banners = [];
+    this.banner.hidden = true;
+    this.confirmingLeave = false;
+    fill(this.pile);
+    delete this.pile.dataset.card;
   }
 
   /**
@@ -91,12 +173,114 @@ export class Table {
     this.sending = false;
   }
 
+  // -- events: the pile, the banners ----------------------------------------------------------
+
+  /** One game event as it arrives (before the view that includes it). */
+  onEvent(event) {
+    const name = (id) => this.nameOf(id);
+    switch (event.type) {
+      case 'gameStarted':
+        this.longestTurn = 0;
+        fill(this.pile);
+        delete this.pile.dataset.card;
+        break;
+      case 'cardPlayed':
+        this.land(event);
+        if (event.source === 'timeout') {
+          this.announce('timeout', t('bn_timeout', { name: name(event.player), face: event.face, total: num(event.total) }));
+        }
+        break;
+      case 'directionChanged':
+        this.announce('reversed', t('bn_reversed', { name: name(event.player),
+          dir: event.direction === 1 ? t('dirCw') : t('dirCcw') }));
+        break;
+      case 'reshuffled':
+        this.announce('reshuffled', t('bn_reshuffled', { n: event.count }));
+        break;
+      case 'lifeLost':
+        this.announce('lifeLost', t('bn_lifeLost', { name: name(event.player), left: event.left }));
+        break;
+      case 'eliminated':
+        this.announce('eliminated', t('bn_eliminated', { name: name(event.player), n: event.remaining }));
+        break;
+      case 'roundStarted':
+        fill(this.pile);
+        delete this.pile.dataset.card;
+        this.announce('roundStarted', t(event.reason === 'setup' ? 'bn_gameStart' : 'bn_newRound', {
+          round: event.round, name: name(event.starter), total: num(event.total) }));
+        break;
+      case 'turnStarted': {
+        const span = event.deadline - event.turnStartedAt;
+        if (this.seats.get(event.player)?.bot) break; // a bot's pace says nothing about the rule
+        if (this.longestTurn && span < this.longestTurn * 0.6) {
+          this.announce('threeSeconds', t('bn_threeSeconds', { name: name(event.player), s: Math.round(span / 1000) }));
+        }
+        this.longestTurn = Math.max(this.longestTurn, span);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /** The played card lands on the centre pile, flying from its player's seat. */
+  land(event, fly = true) {
+    const card = h('div', { class: `pile-card kind-${event.kind}${suitClass(event.cardId)}` },
+      h('span', { class: 'face' }, event.kind === 'joker' ? '🃏' : event.face),
+      event.kind === 'joker' || event.choice?.sign || event.choice?.aceValue
+        ? h('span', { class: 'sub' }, choiceText(event.choice).trim()) : null);
+    fill(this.pile, card, h('div', { class: 'pile-who' }, `${this.nameOf(event.player)} → ${num(event.total)}`));
+    this.pile.dataset.card = event.cardId;
+    this.pile.dataset.player = event.player;
+    this.pile.dataset.source = event.source ?? '';
+    if (!fly || this.catchingUp || reducedMotion() || !card.animate) return;
+    const from = this.seatElement(event.player)?.getBoundingClientRect();
+    const to = this.pile.getBoundingClientRect();
+    if (!from || !to.width) return;
+    const dx = from.left + from.width / 2 - (to.left + to.width / 2);
+    const dy = from.top + from.height / 2 - (to.top + to.height / 2);
+    card.animate([
+      { transform: `translate(${dx}px, ${dy}px) scale(.5) rotate(-20deg)`, opacity: 0.4 },
+      { transform: 'none', opacity: 1 },
+    ], { duration: 380, easing: 'cubic-bezier(.2,.8,.3,1)' });
+  }
+
+  seatElement(playerId) {
+    if (playerId === this.view?.viewer) return this.me;
+    return this.opponents.querySelector(`[data-testid="opponent-${CSS.escape(playerId)}"]`);
+  }
+
+  /** Queue a banner everyone at the table reads (the player concerned and the others alike). */
+  announce(kind, text) {
+    if (this.catchingUp) return;
+    this.banners.push({ kind, text });
+    this.bannerLog.push({ kind, text });
+    if (!this.bannerTimer) this.nextBanner();
+  }
+
+  nextBanner() {
+    const next = this.banners.shift();
+    if (!next) {
+      this.bannerTimer = null;
+      this.banner.hidden = true;
+      return;
+    }
+    this.banner.hidden = false;
+    this.banner.dataset.kind = next.kind;
+    this.banner.textContent = next.text;
+    // A backlog goes faster, so banners never lag far behind the table.
+    this.bannerTimer = setTimeout(() => this.nextBanner(), this.banners.length ? BANNER_MS / 2 : BANNER_MS);
+  }
+
+  // -- the view -------------------------------------------------------------------------------
+
   /** Render a new view; `previous` (if any) drives the animations. */
   render(view) {
     const previous = this.view;
     this.view = view;
     if (!view.myTurn || (previous && previous.seq !== view.seq)) this.sending = false;
     if (this.selected && !view.hand?.some((e) => e.card.id === this.selected)) this.selected = null;
+    document.body.dataset.mode = view.mode;
     this.renderTotal(view.total);
     this.renderDirection(view.direction, previous?.direction);
     this.renderOpponents(view, previous);
@@ -104,15 +288,15 @@ export class Table {
     this.renderRecent(view);
     this.renderHand(view);
     this.renderPanel(view);
+    this.renderMe(view);
+    this.renderLeave(view);
+    const last = view.recentPlays.at(-1);
+    if (!last) fill(this.pile);
+    else if (this.pile.dataset.card !== last.cardId) this.land({ ...last, kind: 'shown' }, false); // after a reload
     fill(this.info,
       h('div', {}, t('round', { n: view.round })),
       h('div', {}, t('drawPile', { n: view.drawPileCount })),
     );
-    const key = `${view.current}:${view.turnStartedAt}`;
-    if (key !== this.turnKey) {
-      this.turnKey = key;
-      this.turnLocalStart = Date.now();
-    }
     this.timerBox.dataset.deadline = String(view.deadline);
   }
 
@@ -120,7 +304,8 @@ export class Table {
     this.totalEl.dataset.value = String(total);
     const from = this.shownTotal ?? total;
     this.shownTotal = total;
-    this.countUp = { from, to: total, start: performance.now(), ms: Math.min(700, 60 + Math.abs(total - from) * 25) };
+    const ms = reducedMotion() ? 0 : Math.min(700, 60 + Math.abs(total - from) * 25);
+    this.countUp = { from, to: total, start: performance.now(), ms };
     const color = gaugeColor(total);
     this.gaugeArc.setAttribute('stroke', color);
     this.gaugeArc.setAttribute('stroke-dashoffset', String(CIRC(GAUGE_R) * (1 - Math.min(total, 99) / 99)));
@@ -137,55 +322,96 @@ export class Table {
       this.arrow.classList.add('spin');
     }
     this.dirLabel.textContent = direction === 1 ? t('dirCw') : t('dirCcw');
+    this.arrow.setAttribute('aria-label', this.dirLabel.textContent);
   }
 
+  /** The other seats in seat order starting after yours (the clockwise turn order), arrows between. */
   renderOpponents(view, previous) {
-    const others = view.players.filter((p) => p.id !== view.viewer);
+    const players = [...view.players].sort((a, b) => a.seat - b.seat);
+    const mine = players.findIndex((p) => p.id === view.viewer);
+    const order = mine < 0 ? players : [...players.slice(mine + 1), ...players.slice(0, mine)];
     const showLives = view.players.some((p) => p.lives > 0 || p.livesLost > 0);
-    fill(this.opponents,
-      ...others.map((p) => {
-        const before = previous?.players.find((q) => q.id === p.id);
-        const seat = this.seats.get(p.id);
-        const connected = seat ? seat.connected : true;
-        const current = view.phase === 'playing' && view.current === p.id;
-        const hearts = [];
-        for (let i = 0; i < p.lives; i++) hearts.push(h('span', { class: 'heart' }, '♥'));
-        if (before && before.lives > p.lives) hearts.push(h('span', { class: 'heart breaking' }, '♥'));
-        return h('div', {
-          class: `opponent${current ? ' current' : ''}${p.alive ? '' : ' out'}${connected ? '' : ' offline'}`,
-          'data-testid': `opponent-${p.id}`, 'data-current': String(current),
-          'data-alive': String(p.alive), 'data-connected': String(connected),
-        },
-          h('div', { class: 'avatar' }, avatarLetter(p.name), seat?.bot ? h('span', { class: 'bot-tag' }, 'BOT') : null),
-          h('div', { class: 'opp-name' }, p.name),
-          h('div', { class: 'opp-meta' },
-            h('span', { class: 'hand-count', 'data-testid': 'hand-count' }, `🂠 ${t('handCount', { n: p.handCount })}`),
-            showLives ? h('span', { class: 'lives', 'data-testid': 'lives', 'data-lives': p.lives }, hearts.length ? hearts : '–') : null),
-          !p.alive ? h('div', { class: 'tag' }, t('eliminatedTag')) : !connected ? h('div', { class: 'tag' }, t('disconnected')) : null,
-        );
-      }),
-    );
+    const arrow = view.direction === 1 ? '→' : '←';
+    this.opponents.dataset.direction = String(view.direction);
+    this.opponents.classList.toggle('crowded', order.length > 5);
+    const items = [];
+    order.forEach((p, i) => {
+      if (i > 0) items.push(h('span', { class: 'turn-arrow', 'aria-hidden': 'true' }, arrow));
+      const before = previous?.players.find((q) => q.id === p.id);
+      const seat = this.seats.get(p.id);
+      const connected = seat ? seat.connected : true;
+      const current = view.phase === 'playing' && view.current === p.id;
+      const hearts = [];
+      for (let k = 0; k < p.lives; k++) hearts.push(h('span', { class: 'heart' }, '♥'));
+      if (before && before.lives > p.lives) hearts.push(h('span', { class: 'heart breaking' }, '♥'));
+      const name = displayName(p.name, seat?.bot);
+      items.push(h('div', {
+        class: `opponent${current ? ' current' : ''}${p.alive ? '' : ' out'}${connected ? '' : ' offline'}${seat?.bot ? ' bot' : ''}`,
+        'data-testid': `opponent-${p.id}`, 'data-current': String(current),
+        'data-alive': String(p.alive), 'data-connected': String(connected), 'data-seat': p.seat,
+        'aria-label': `${name}${current ? ` · ${t('turnOf', { name })}` : ''}${connected ? '' : ` · ${t('disconnected')}`}`,
+      },
+        h('div', { class: 'avatar' }, avatarFor(p.name, seat?.bot)),
+        h('div', { class: 'opp-name' }, name),
+        h('div', { class: 'opp-meta' },
+          h('span', { class: 'hand-count', 'data-testid': 'hand-count' }, `🂠 ${t('handCount', { n: p.handCount })}`),
+          showLives ? h('span', { class: 'lives', 'data-testid': 'lives', 'data-lives': p.lives }, hearts.length ? hearts : '–') : null),
+        !p.alive ? h('div', { class: 'tag' }, t('eliminatedTag'))
+          : !connected ? h('div', { class: 'tag warn', 'data-testid': 'offline-tag' }, t('disconnected')) : null,
+      ));
+    });
+    fill(this.opponents, items);
+  }
+
+  renderMe(view) {
+    const me = view.players.find((p) => p.id === view.viewer);
+    if (!me) {
+      fill(this.me, h('span', { class: 'muted' }, t('spectating')));
+      return;
+    }
+    const current = view.phase === 'playing' && view.current === me.id;
+    this.me.classList.toggle('current', current);
+    this.me.classList.toggle('out', !me.alive);
+    const showLives = view.players.some((p) => p.lives > 0 || p.livesLost > 0);
+    fill(this.me,
+      h('span', { class: 'avatar small' }, avatarLetter(me.name)),
+      h('b', {}, me.name), h('span', { class: 'muted' }, ` (${t('you')})`),
+      showLives ? h('span', { class: 'my-lives', 'data-testid': 'my-lives' }, '♥'.repeat(me.lives) || '♡') : null,
+      !me.alive ? h('span', { class: 'tag' }, t('eliminatedTag')) : null);
+  }
+
+  renderLeave(view) {
+    if (!this.confirmingLeave) {
+      fill(this.leaveBox, h('button', { type: 'button', class: 'btn small ghost', 'data-testid': 'leave-table',
+        onclick: () => {
+          if (view.viewer === null) return this.actions.leave(); // a spectator has nothing to lose
+          this.confirmingLeave = true;
+          this.renderLeave(this.view);
+        } }, t('leave')));
+      return;
+    }
+    fill(this.leaveBox,
+      h('span', { class: 'muted leave-warn' }, t('leaveWarn')),
+      h('button', { type: 'button', class: 'btn small primary', 'data-testid': 'leave-confirm', onclick: () => this.actions.leave() }, t('leaveYes')),
+      h('button', { type: 'button', class: 'btn small', 'data-testid': 'leave-cancel',
+        onclick: () => { this.confirmingLeave = false; this.renderLeave(this.view); } }, t('cancel')));
   }
 
   renderStatus(view, previous) {
-    const me = view.players.find((p) => p.id === view.viewer);
-    const hearts = me && (me.lives > 0 || me.livesLost > 0)
-      ? h('span', { class: 'my-lives', 'data-testid': 'my-lives' }, '♥'.repeat(me.lives) || '♡') : null;
     if (view.myTurn) {
-      fill(this.status, h('div', { class: 'my-turn', 'data-testid': 'my-turn' }, t('myTurn')), hearts);
-      if (!previous?.myTurn && navigator.vibrate) navigator.vibrate([120, 60, 120]);
+      fill(this.status, h('div', { class: 'my-turn', 'data-testid': 'my-turn' }, t('myTurn')));
+      if (!previous?.myTurn && navigator.vibrate && navigator.userActivation?.hasBeenActive) navigator.vibrate([120, 60, 120]);
     } else {
-      const who = view.players.find((p) => p.id === view.current);
-      const text = view.viewer === null ? `${t('spectating')} · ${t('turnOf', { name: who?.name ?? '' })}` : t('turnOf', { name: who?.name ?? '' });
-      fill(this.status, h('div', { class: 'their-turn' }, text), hearts);
+      const name = this.nameOf(view.current);
+      const text = view.viewer === null ? `${t('spectating')} · ${t('turnOf', { name })}` : t('turnOf', { name });
+      fill(this.status, h('div', { class: 'their-turn' }, text));
     }
   }
 
   renderRecent(view) {
-    const name = (id) => view.players.find((p) => p.id === id)?.name ?? id;
     fill(this.recent,
       ...view.recentPlays.slice(-3).reverse().map((r) =>
-        h('li', {}, h('b', {}, name(r.player)), ` ${r.face}${choiceText(r.choice)} → ${r.total}`)),
+        h('li', {}, h('b', {}, this.nameOf(r.player)), ` ${r.face}${choiceText(r.choice)} → ${num(r.total)}`)),
     );
   }
 
@@ -199,18 +425,32 @@ export class Table {
         const { card } = entry;
         const selected = this.selected === card.id;
         const firstRefusal = entry.choices.find((c) => !c.legal)?.reason;
+        const face = card.kind === 'joker' ? '🃏' : card.face;
         return h('button', {
-          class: `card kind-${card.kind}${entry.playable ? '' : ' unplayable'}${selected ? ' selected' : ''}`,
+          class: `card kind-${card.kind}${suitClass(card.id)}${entry.playable ? '' : ' unplayable'}${selected ? ' selected' : ''}`,
           'data-testid': `card-${card.id}`, 'data-playable': String(entry.playable),
           'data-selected': selected ? 'true' : null, type: 'button',
+          'aria-label': `${card.kind === 'joker' ? 'JOKER' : card.face}${entry.playable ? '' : ` · ${badgeFor(firstRefusal)}`}`,
+          'aria-pressed': String(selected),
           onclick: () => this.tapCard(entry),
         },
-          h('span', { class: 'face' }, card.kind === 'joker' ? '🃏' : card.face),
+          h('span', { class: 'face' }, face),
           card.kind === 'joker' ? h('span', { class: 'sub' }, 'JOKER') : null,
           !entry.playable ? h('span', { class: 'badge', 'data-testid': 'card-badge' }, badgeFor(firstRefusal)) : null,
+          selected ? this.previewBubble(entry) : null,
         );
       }),
     );
+  }
+
+  /** The "내면 → 81" bubble, above the tapped card itself (single-choice cards). */
+  previewBubble(entry) {
+    if (entry.choices.length !== 1 || entry.jokerRange) return null;
+    const choice = entry.choices[0];
+    const canAct = this.view.myTurn && !this.sending;
+    return h('span', { class: `preview${choice.legal ? '' : ' refused'}`, 'data-testid': 'preview' },
+      choice.legal ? t('play', { n: num(choice.result) }) : `${t('play', { n: num(choice.result) })} · ${badgeFor(choice.reason)}`,
+      choice.legal && canAct ? h('small', {}, t('playHint')) : null);
   }
 
   tapCard(entry) {
@@ -222,9 +462,10 @@ export class Table {
       return;
     }
     this.selected = this.selected === entry.card.id ? null : entry.card.id;
-    if (entry.jokerRange) {
+    if (entry.jokerRange && this.selected) {
+      // The dial starts at the current total when the range holds it, else at the range's minimum.
       const { min, max } = entry.jokerRange;
-      this.jokerValue = Math.min(max, Math.max(min, this.jokerValue ?? Math.max(min, Math.min(max, view.total))));
+      this.jokerValue = view.total >= min && view.total <= max ? view.total : min;
     }
     this.renderHand(view);
     this.renderPanel(view);
@@ -242,7 +483,7 @@ export class Table {
 
   renderPanel(view) {
     const entry = view.hand?.find((e) => e.card.id === this.selected);
-    if (!entry) {
+    if (!entry || (entry.choices.length === 1 && !entry.jokerRange)) {
       fill(this.panel);
       this.panel.classList.remove('open');
       return;
@@ -261,31 +502,24 @@ export class Table {
       const plus = find((a) => a.sign === '+');
       const minus = find((a) => a.sign === '-');
       fill(this.panel,
-        button('choice-plus', t('plusBtn', { v: card.value, n: plus.result }), plus),
-        button('choice-minus', t('minusBtn', { v: card.value, n: minus.result }), minus),
+        button('choice-plus', t('plusBtn', { v: card.value, n: num(plus.result) }), plus),
+        button('choice-minus', t('minusBtn', { v: card.value, n: num(minus.result) }), minus),
       );
     } else if (card.kind === 'zero' && entry.choices.length === 2) {
       const keep = find((a) => a.dir === 'keep');
       const reverse = find((a) => a.dir === 'reverse');
       fill(this.panel,
-        button('choice-keep', t('keepBtn', { n: keep.result }), keep),
-        button('choice-reverse', t('reverseBtn', { n: reverse.result }), reverse),
+        button('choice-keep', t('keepBtn', { n: num(keep.result) }), keep),
+        button('choice-reverse', t('reverseBtn', { n: num(reverse.result) }), reverse),
       );
     } else if (card.kind === 'ace') {
       const [low, high] = entry.choices;
       fill(this.panel,
-        button('choice-ace-1', t('aceBtn', { v: low.action.aceValue, n: low.result }), low),
-        button('choice-ace-high', t('aceBtn', { v: high.action.aceValue, n: high.result }), high),
+        button('choice-ace-1', t('aceBtn', { v: low.action.aceValue, n: num(low.result) }), low),
+        button('choice-ace-high', t('aceBtn', { v: high.action.aceValue, n: num(high.result) }), high),
       );
     } else if (entry.jokerRange) {
       fill(this.panel, this.jokerDial(entry, canAct));
-    } else {
-      const choice = entry.choices[0];
-      fill(this.panel,
-        h('div', { class: `preview${choice.legal ? '' : ' refused'}`, 'data-testid': 'preview' },
-          choice.legal ? t('play', { n: choice.result }) : `${t('play', { n: choice.result })} · ${badgeFor(choice.reason)}`,
-          choice.legal && canAct ? h('small', {}, t('playHint')) : null),
-      );
     }
   }
 
@@ -300,9 +534,9 @@ export class Table {
     return h('div', { class: 'joker-dial' },
       h('div', { class: 'dial-title' }, t('jokerTitle')),
       h('div', { class: 'dial-row' },
-        h('button', { type: 'button', class: 'round-btn', 'data-testid': 'joker-dec', onclick: () => set(this.jokerValue - 1), disabled: this.jokerValue <= min }, '−'),
+        h('button', { type: 'button', class: 'round-btn', 'data-testid': 'joker-dec', 'aria-label': '−1', onclick: () => set(this.jokerValue - 1), disabled: this.jokerValue <= min }, '−'),
         h('div', { class: 'dial-value', 'data-testid': 'joker-value', 'data-value': this.jokerValue, style: `color:${gaugeColor(this.jokerValue)}` }, this.jokerValue),
-        h('button', { type: 'button', class: 'round-btn', 'data-testid': 'joker-inc', onclick: () => set(this.jokerValue + 1), disabled: this.jokerValue >= max }, '+')),
+        h('button', { type: 'button', class: 'round-btn', 'data-testid': 'joker-inc', 'aria-label': '+1', onclick: () => set(this.jokerValue + 1), disabled: this.jokerValue >= max }, '+')),
       h('input', { type: 'range', min, max, value: this.jokerValue, class: 'dial-range', 'aria-label': t('jokerTitle'),
         oninput: (e) => set(Number(e.target.value)) }),
       h('div', { class: 'quick' }, ...quick.map((v) =>
@@ -312,31 +546,43 @@ export class Table {
     );
   }
 
+  /** Milliseconds left in the turn on screen, by the server's deadline and the server's clock. */
+  timeLeft() {
+    const view = this.view;
+    if (!view || view.phase !== 'playing') return null;
+    return Math.max(0, view.deadline - this.actions.serverNow());
+  }
+
   /** Animation frame: total count-up and the timer ring. */
   tick(now) {
     if (this.countUp) {
       const { from, to, start, ms } = this.countUp;
-      const x = Math.min(1, (now - start) / ms);
+      const x = ms ? Math.min(1, (now - start) / ms) : 1;
       const eased = 1 - (1 - x) ** 3;
-      this.totalEl.textContent = String(Math.round(from + (to - from) * eased));
+      this.totalEl.textContent = num(Math.round(from + (to - from) * eased));
       if (x >= 1) this.countUp = null;
     }
-    const view = this.view;
-    if (view && view.phase === 'playing') {
-      // The server clock may differ from ours: measure the turn from when we first saw it.
+    const left = this.timeLeft();
+    if (left !== null) {
+      const view = this.view;
       const duration = Math.max(1, view.deadline - view.turnStartedAt);
-      const left = Math.max(0, duration - (Date.now() - this.turnLocalStart));
-      const fraction = left / duration;
+      const fraction = Math.min(1, left / duration);
       this.timerArc.setAttribute('stroke-dashoffset', String(CIRC(TIMER_R) * (1 - fraction)));
-      this.timerArc.classList.toggle('urgent', left < 5000);
-      this.timerBox.textContent = view.myTurn ? `${Math.ceil(left / 1000)}` : '';
+      // Red only when it is you who is running out: a bot's or another's turn stays calm.
+      const urgent = Boolean(view.myTurn) && left < 5000;
+      this.timerArc.classList.toggle('urgent', urgent);
+      this.timerArc.classList.toggle('mine', Boolean(view.myTurn));
+      this.timerBox.classList.toggle('urgent', urgent);
+      const secs = String(Math.ceil(left / 1000));
+      if (this.timerBox.textContent !== secs) {
+        this.timerBox.textContent = secs;
+        this.timerBox.setAttribute('aria-label', t('secondsLeft', { n: secs }));
+      }
+    } else if (this.timerBox.textContent) {
+      this.timerBox.textContent = '';
     }
     requestAnimationFrame(this.tick);
   }
-}
-
-export function avatarLetter(name) {
-  return Array.from(name ?? '?')[0]?.toUpperCase() ?? '?';
 }
 
 export function choiceText(choice) {
