@@ -72,6 +72,7 @@ from ninetynine.gateway.limits import Limits
 from ninetynine.gateway.metrics import GatewayMetrics
 from ninetynine.gateway.protocol import ProtocolError, parse_text, short_detail
 from ninetynine.gateway.relay import PlayRelay, SessionRelay
+from ninetynine.gateway.static_files import StaticFiles
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.gateway.v1 import gateway_service_pb2_grpc as gw_grpc
 from ninetynine.session.v1 import session_service_pb2 as spb
@@ -239,6 +240,8 @@ class Gateway:
     allowed_origins: tuple[str, ...] = ()
     # Peers whose X-Forwarded-For names the client (the ingress); empty: the peer is the client.
     trusted_proxies: tuple[Network, ...] = ()
+    # The web table's files, gzipped and revalidated by ETag.
+    static_files: StaticFiles = field(default_factory=lambda: StaticFiles(STATIC_DIR))
 
     def _open(self, connection: Connection) -> Connection:
         connection.start()
@@ -320,13 +323,12 @@ class Gateway:
             return web.json_response({"status": "draining"}, status=503)
         return web.json_response({"status": "ok", "connections": len(self.connections)})
 
-    async def index(self, _request: web.Request) -> web.StreamResponse:
-        index = STATIC_DIR / "index.html"
-        if not index.is_file():
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        if not (STATIC_DIR / "index.html").is_file():
             raise web.HTTPNotFound(
                 text="the web table is not installed (ninetynine/gateway/static/index.html)"
             )
-        return web.FileResponse(index)
+        return await self.static_files.serve(request)
 
     def web_app(self) -> web.Application:
         app = web.Application()
@@ -334,8 +336,7 @@ class Gateway:
         app.router.add_get("/", self.index)
         app.router.add_get("/ws", self.websocket)
         app.router.add_get("/healthz", self.healthz)
-        if STATIC_DIR.is_dir():
-            app.router.add_static("/", STATIC_DIR, show_index=False)
+        app.router.add_get("/{path:.+}", self.static_files.serve)
         return app
 
     # -- gRPC ----------------------------------------------------------------------------------
