@@ -5,7 +5,9 @@ import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
 import { initLang, lang, setLang, t, translateStatic } from './i18n.js';
 import { buildFrames, renderFrame } from './replay.js';
-import { avatarFor, avatarLetter, displayName, Table } from './table.js';
+import { Sound } from './sound.js';
+import { verifyDeal } from './verify.js';
+import { avatarFor, displayName, Table } from './table.js';
 
 const params = new URLSearchParams(location.search);
 const demo = params.get('demo') === '1' ? 'table' : params.get('demo');
@@ -26,6 +28,7 @@ const app = {
   autoplay: null,
   table: null,
   rematch: null, // {bots, start}: a "한 판 더" room being set up like the last one
+  verifyNext: false, // the replay asked for is for the deal check, not for watching
 };
 
 // -- screens and small UI pieces ------------------------------------------------------------
@@ -69,8 +72,16 @@ function fillSelects() {
   }
 }
 
+function renderSoundToggle() {
+  const button = $('[data-testid="sound-toggle"]');
+  button.textContent = app.sound.muted ? '🔇' : '🔊';
+  button.setAttribute('aria-pressed', String(!app.sound.muted));
+  button.setAttribute('aria-label', t(app.sound.muted ? 'soundOff' : 'soundOn'));
+}
+
 function applyLanguage() {
   translateStatic();
+  if (app.sound) renderSoundToggle();
   fillSelects();
   setConnState($('[data-testid="connection"]').dataset.state);
   if (app.room) renderWaitingRoom();
@@ -258,17 +269,44 @@ function play(action, moveSeq) {
 
 function renderResults(view) {
   const result = view.result;
-  const name = (id) => view.players.find((p) => p.id === id)?.name ?? id;
+  if (app.resultsOf !== view.seedCommitment) { // a new game's results: the last check is not about it
+    app.resultsOf = view.seedCommitment;
+    $('#fairness').hidden = true;
+  }
+  const bot = (id) => Boolean(app.room?.seats.find((s) => s.playerId === id)?.bot);
+  const name = (id) => displayName(view.players.find((p) => p.id === id)?.name ?? id, bot(id));
   $('[data-testid="summary"]').textContent = lang() === 'en' ? result.summaryEn : result.summary;
   fill($('#ranking'), ...result.ranking.map((r) =>
     h('li', { class: `rank-row${r.rank === 1 ? ' winner' : ''}${r.player === view.viewer ? ' me' : ''}`,
       'data-testid': 'ranking-row', 'data-player': r.player, 'data-rank': r.rank },
       h('span', { class: 'rank' }, t('rank', { n: r.rank })),
-      h('span', { class: 'avatar small' }, avatarLetter(name(r.player))),
+      h('span', { class: 'avatar small' }, avatarFor(view.players.find((p) => p.id === r.player)?.name, bot(r.player))),
       h('b', {}, name(r.player)),
       h('span', { class: 'muted' },
         r.eliminatedAtRound === null ? t('survived') : t('outRound', { n: r.eliminatedAtRound }),
         r.livesLost ? ` · ${t('livesLost', { n: r.livesLost })}` : ''))));
+}
+
+/** "공정성 확인": the deal re-run from the revealed seed, each check with its outcome. */
+function showFairness(replay) {
+  const result = verifyDeal(replay);
+  const names = new Map(replay.players.map((p) => [p.id, p.name]));
+  const name = (id) => names.get(id) ?? id;
+  const label = (c) => c.kind === 'hand' ? t('fair_hand', { name: name(c.player), n: c.published.length })
+    : c.kind === 'starter' ? t('fair_starter', { name: name(c.published) })
+    : c.kind === 'deckSize' ? t('fair_deckSize', { n: c.published }) : t('fair_commitment');
+  const box = $('#fairness');
+  box.hidden = false;
+  box.dataset.verdict = result.ok ? 'ok' : 'mismatch';
+  const commitment = result.checks.find((c) => c.kind === 'commitment');
+  fill(box,
+    h('h3', {}, t('fairTitle')),
+    h('p', { class: 'verdict', 'data-testid': 'fairness-verdict' }, result.ok ? t('fairOk') : t('fairBad')),
+    h('div', { class: 'muted mono' }, t('fairSeed', { seed: replay.seed })),
+    commitment ? h('div', { class: 'muted mono hash' }, commitment.published) : null,
+    h('ul', { class: 'checks' }, ...result.checks.map((c) =>
+      h('li', { 'data-testid': `fair-${c.kind}`, 'data-ok': String(c.ok) }, c.ok ? '✓ ' : '✗ ', label(c)))));
+  box.scrollIntoView?.({ block: 'nearest' });
 }
 
 function openReplay(replay) {
@@ -335,7 +373,10 @@ function onMessage(msg) {
     case 'snapshot':
       break; // the view that follows replaces everything
     case 'replay':
-      openReplay(msg);
+      if (app.verifyNext) {
+        app.verifyNext = false;
+        showFairness(msg);
+      } else openReplay(msg);
       break;
     case 'left':
       resetToLobby();
@@ -449,6 +490,10 @@ function wire() {
     el.addEventListener('click', leaveRoom);
   }
   $('[data-testid="rematch"]').addEventListener('click', rematch);
+  $('[data-testid="sound-toggle"]').addEventListener('click', () => {
+    app.sound.setMuted(!app.sound.muted);
+    renderSoundToggle();
+  });
   const code = $('#room-code');
   code.addEventListener('input', () => {
     const at = code.selectionStart;
@@ -456,6 +501,11 @@ function wire() {
     code.setSelectionRange(at, at);
   });
   code.addEventListener('keydown', (e) => { if (e.key === 'Enter') joinRoom(); });
+  $('[data-testid="verify-deal"]').addEventListener('click', () => {
+    if (demo) return loadDemo('replay').then(showFairness);
+    app.verifyNext = true;
+    return send({ type: 'getReplay', roomId: app.conn.session?.roomId ?? app.room?.roomId });
+  });
   $('[data-testid="open-replay"]').addEventListener('click', () => {
     if (demo) loadDemo('replay').then(openReplay);
     else send({ type: 'getReplay', roomId: app.conn.session?.roomId ?? app.room?.roomId });
@@ -469,9 +519,12 @@ function wire() {
 function main() {
   initLang();
   $('#player-name').value = localStorage.getItem('nn.name') ?? '';
+  app.sound = new Sound();
   app.table = new Table($('#screen-table'), {
     play, toast, leave: leaveRoom, serverNow: () => app.conn?.serverNow?.() ?? Date.now(),
+    sound: (name) => app.sound.play(name),
   });
+  renderSoundToggle();
   wire();
   applyLanguage();
   show('lobby');
@@ -488,6 +541,7 @@ function main() {
     drop: () => conn.dropForTest(),
     get clockOffset() { return conn.clockOffset; },
     get banners() { return [...app.table.bannerLog]; },
+    get sounds() { return [...app.sound.played]; },
     timeLeft: () => app.table.timeLeft(),
   };
   conn.start();

@@ -68,6 +68,11 @@ const TEXTS = {
     leaveWarn: '나가면 돌아올 수 없어요. 내 자리는 자동으로 플레이돼요.', leaveYes: '나가기', cancel: '취소',
     secondsLeft: '{n}초 남음', rematch: '한 판 더', rematchNote: '같은 설정으로 새 방을 만들었어요. 친구에게 코드를 알려 주세요',
     helpJoker: '{min}~{max} 중 원하는 숫자로 만들어요',
+    soundOn: '소리 켜짐 (누르면 끄기)', soundOff: '소리 꺼짐 (누르면 켜기)',
+    verifyDeal: '공정성 확인', fairTitle: '카드 분배 확인 (브라우저에서 다시 계산)',
+    fairOk: '✅ 시작 때 공개한 약속 그대로 섞고 나눴어요', fairBad: '❌ 공개된 약속과 맞지 않아요!',
+    fair_commitment: 'SHA-256(공개된 시드) = 시작 때 공개한 값', fair_deckSize: '덱 {n}장',
+    fair_starter: '첫 차례: {name}', fair_hand: '{name} 님의 첫 손패 {n}장', fairSeed: '시드 {seed}',
   },
   en: {
     title: "Don't pass 99!",
@@ -135,6 +140,11 @@ const TEXTS = {
     leaveWarn: 'Leaving is final; your seat plays on by itself.', leaveYes: 'Leave', cancel: 'Cancel',
     secondsLeft: '{n} seconds left', rematch: 'Play again', rematchNote: 'New room with the same settings: share the code',
     helpJoker: 'Sets the total to any number {min}–{max}',
+    soundOn: 'Sound on (tap to mute)', soundOff: 'Sound off (tap to unmute)',
+    verifyDeal: 'Verify the deal', fairTitle: 'Deal check (recomputed in your browser)',
+    fairOk: '✅ Shuffled and dealt exactly as committed at the start', fairBad: '❌ Does not match the commitment!',
+    fair_commitment: 'SHA-256(revealed seed) = commitment published at the start', fair_deckSize: '{n}-card deck',
+    fair_starter: 'First turn: {name}', fair_hand: "{name}'s first hand of {n}", fairSeed: 'Seed {seed}',
   },
 };
 

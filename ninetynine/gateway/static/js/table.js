@@ -186,6 +186,7 @@ export class Table {
         break;
       case 'cardPlayed':
         this.land(event);
+        this.sound('play');
         if (event.source === 'timeout') {
           this.announce('timeout', t('bn_timeout', { name: name(event.player), face: event.face, total: num(event.total) }));
         }
@@ -198,9 +199,11 @@ export class Table {
         this.announce('reshuffled', t('bn_reshuffled', { n: event.count }));
         break;
       case 'lifeLost':
+        this.sound('lose');
         this.announce('lifeLost', t('bn_lifeLost', { name: name(event.player), left: event.left }));
         break;
       case 'eliminated':
+        this.sound('lose');
         this.announce('eliminated', t('bn_eliminated', { name: name(event.player), n: event.remaining }));
         break;
       case 'roundStarted':
@@ -218,9 +221,16 @@ export class Table {
         this.longestTurn = Math.max(this.longestTurn, span);
         break;
       }
+      case 'gameFinished':
+        this.sound('end');
+        break;
       default:
         break;
     }
+  }
+
+  sound(name) {
+    if (!this.catchingUp) this.actions.sound?.(name);
   }
 
   /** The played card lands on the centre pile, flying from its player's seat. */
@@ -400,7 +410,10 @@ export class Table {
   renderStatus(view, previous) {
     if (view.myTurn) {
       fill(this.status, h('div', { class: 'my-turn', 'data-testid': 'my-turn' }, t('myTurn')));
-      if (!previous?.myTurn && navigator.vibrate && navigator.userActivation?.hasBeenActive) navigator.vibrate([120, 60, 120]);
+      if (!previous?.myTurn) {
+        this.sound('turn');
+        if (navigator.vibrate && navigator.userActivation?.hasBeenActive) navigator.vibrate([120, 60, 120]);
+      }
     } else {
       const name = this.nameOf(view.current);
       const text = view.viewer === null ? `${t('spectating')} · ${t('turnOf', { name })}` : t('turnOf', { name });
