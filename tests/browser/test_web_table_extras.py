@@ -1,4 +1,4 @@
-"""After a game and around it: the deal re-checked in the browser, and sound with a remembered mute.
+"""After a game and around it: the replay on the table, the deal re-checked in the browser, sound.
 
 "공정성 확인" re-runs the engine's documented shuffle and deal (PCG32, canonical deck, round-robin
 deal) in the page from the revealed seed; the test compares the page's verdict with the server's
@@ -14,6 +14,7 @@ import pytest
 from playwright.async_api import Route
 
 from ninetynine.engine.rules.rng import seed_commitment
+from ninetynine.gateway.server import STATIC_DIR as STATIC
 from tests.browser.conftest import Browser, Servers
 from tests.browser.test_web_table import HOOK, Tapper, _expect_attr
 from tests.browser.test_web_table_session import _create_room, _fill_with_bots_and_start, _play_to_results
@@ -84,3 +85,41 @@ async def test_sounds_play_until_muted_and_the_mute_is_remembered(servers: Serve
     await page.reload()
     await _expect_attr(page.get_by_test_id("sound-toggle"), "aria-pressed", "false")
     assert await page.get_by_test_id("sound-toggle").get_attribute("aria-label") == "소리 꺼짐 (누르면 켜기)"
+
+
+async def test_the_replay_steps_move_by_move_on_the_table(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await page.goto(f"{servers.url}?demo=replay")
+    replay = json.loads((STATIC / "demo" / "replay.json").read_text())
+    plays = [e["event"] for e in replay["events"] if e["event"]["type"] == "cardPlayed"]
+    frame = page.locator("#replay-frame")
+    await frame.get_by_test_id("total").wait_for()
+    step = page.get_by_test_id("replay-step")
+    assert await step.inner_text() == f"1 / {len(plays) + 1}", "the deal, then one step per move"
+    assert await frame.locator('[data-testid^="opponent-"]').count() == len(replay["players"])
+    for n in range(3):
+        await page.get_by_test_id("replay-next").tap()
+        await _expect_attr(frame.get_by_test_id("pile"), "data-card", plays[n]["cardId"])
+        await _expect_attr(frame.get_by_test_id("total"), "data-value", str(plays[n]["total"]))
+    await browser.screenshot("replay-table")
+    await page.get_by_test_id("replay-prev").tap()
+    await _expect_attr(frame.get_by_test_id("total"), "data-value", str(plays[1]["total"]))
+    await page.get_by_test_id("replay-play").tap()  # about one move a second
+    await page.wait_for_timeout(2500)
+    shown = int((await step.inner_text()).split(" / ")[0])
+    assert 4 <= shown <= 6, f"a readable pace: step {shown} after 2.5 s from step 3"
+    await page.get_by_test_id("replay-play").tap()
+
+
+async def test_from_the_results_to_the_replay_and_back(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await _create_room(page, servers.url, seats=2)
+    await _fill_with_bots_and_start(page, bots=1)
+    await _play_to_results(Tapper(browser))
+    await page.get_by_test_id("open-replay").tap()
+    await page.locator("#replay-frame").get_by_test_id("total").wait_for()
+    await page.get_by_test_id("replay-next").tap()
+    await page.locator('#replay-frame [data-testid="pile"][data-card]').wait_for()
+    await page.get_by_test_id("replay-back").tap()
+    await page.locator("#screen-results").wait_for(state="visible")
+    assert not browser.log.sent("leaveRoom"), "back to the results, still in the room"

@@ -12,6 +12,9 @@ import { avatarFor, displayName, Table } from './table.js';
 const params = new URLSearchParams(location.search);
 const demo = params.get('demo') === '1' ? 'table' : params.get('demo');
 
+// A move a second when the replay plays by itself: slow enough to follow.
+const REPLAY_STEP_MS = 1000;
+
 const OPTION_VALUES = {
   lives: ['auto', 0, 1, 2, 3, 5],
   handSize: ['auto', 3, 4, 5],
@@ -87,7 +90,12 @@ function applyLanguage() {
   if (app.room) renderWaitingRoom();
   if (app.view) { tailorHelp(app.view.mode, app.view.options); app.table.render(app.view); }
   if (app.view?.phase === 'finished') renderResults(app.view);
-  if (app.replay) { app.frames = buildFrames(app.replay); showFrame(app.frameIndex); }
+  if (app.replay) {
+    app.frames = buildFrames(app.replay);
+    const at = app.frameIndex;
+    app.frameIndex = -2; // not a step forward: no banners again
+    showFrame(at);
+  }
 }
 
 function readOptions() {
@@ -312,16 +320,26 @@ function showFairness(replay) {
 function openReplay(replay) {
   app.replay = replay;
   app.frames = buildFrames(replay);
+  app.replayTable ??= new Table($('#replay-frame'), { toast, serverNow: () => Date.now() }, { replay: true });
+  app.replayTable.reset();
+  if (app.room) app.replayTable.setRoom(app.room); // which seats are bots
   $('#replay-scrub').max = String(Math.max(0, app.frames.length - 1));
   show('replay');
+  app.frameIndex = -1;
   showFrame(0);
 }
 
+/** Step `index` of the replay; one step forward plays its events on the table (pile, banners). */
 function showFrame(index) {
   if (!app.frames.length) return;
-  app.frameIndex = Math.max(0, Math.min(app.frames.length - 1, index));
-  $('#replay-scrub').value = String(app.frameIndex);
-  renderFrame($('#replay-frame'), app.frames[app.frameIndex], app.frameIndex, app.frames.length);
+  const next = Math.max(0, Math.min(app.frames.length - 1, index));
+  const forward = next === app.frameIndex + 1;
+  app.frameIndex = next;
+  $('#replay-scrub').value = String(next);
+  const frame = app.frames[next];
+  $('#replay-text').textContent = frame.text;
+  $('[data-testid="replay-step"]').textContent = t('replayStep', { i: next + 1, n: app.frames.length });
+  renderFrame(app.replayTable, frame, forward);
 }
 
 function stopAutoplay() {
@@ -336,7 +354,7 @@ function toggleAutoplay() {
   app.autoplay = setInterval(() => {
     if (app.frameIndex >= app.frames.length - 1) return stopAutoplay();
     showFrame(app.frameIndex + 1);
-  }, 450);
+  }, REPLAY_STEP_MS);
 }
 
 // -- server messages ------------------------------------------------------------------------
@@ -486,9 +504,12 @@ function wire() {
   $('#help-x').addEventListener('click', () => { help.hidden = true; });
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape') help.hidden = true; });
   help.addEventListener('click', (e) => { if (e.target === help) help.hidden = true; });
-  for (const el of document.querySelectorAll('[data-testid="back-to-lobby"], [data-testid="replay-back"]')) {
-    el.addEventListener('click', leaveRoom);
-  }
+  $('[data-testid="back-to-lobby"]').addEventListener('click', leaveRoom);
+  $('[data-testid="replay-back"]').addEventListener('click', () => {
+    stopAutoplay();
+    if (app.view?.phase === 'finished') show('results');
+    else leaveRoom();
+  });
   $('[data-testid="rematch"]').addEventListener('click', rematch);
   $('[data-testid="sound-toggle"]').addEventListener('click', () => {
     app.sound.setMuted(!app.sound.muted);

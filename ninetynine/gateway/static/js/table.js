@@ -61,11 +61,13 @@ export class Table {
   /**
    * @param {HTMLElement} root the #screen-table element
    * @param {{play: (action: object, moveSeq: number) => void, toast: (text: string, reason?: string) => void,
-   *          leave: () => void, serverNow: () => number}} actions
+   *          leave: () => void, serverNow: () => number, sound?: (name: string) => void}} actions
+   * @param {{replay?: boolean}} mode a replay table has no clock, no seat of its own and no way to leave
    */
-  constructor(root, actions) {
+  constructor(root, actions, { replay = false } = {}) {
     this.root = root;
     this.actions = actions;
+    this.replay = replay;
     this.view = null;
     this.seats = new Map(); // playerId -> {connected, bot, name} from `room`
     this.selected = null; // card id tapped once
@@ -376,7 +378,7 @@ export class Table {
   renderMe(view) {
     const me = view.players.find((p) => p.id === view.viewer);
     if (!me) {
-      fill(this.me, h('span', { class: 'muted' }, t('spectating')));
+      fill(this.me, h('span', { class: 'muted' }, this.replay ? t('replay') : t('spectating')));
       return;
     }
     const current = view.phase === 'playing' && view.current === me.id;
@@ -391,6 +393,7 @@ export class Table {
   }
 
   renderLeave(view) {
+    if (this.replay) return;
     if (!this.confirmingLeave) {
       fill(this.leaveBox, h('button', { type: 'button', class: 'btn small ghost', 'data-testid': 'leave-table',
         onclick: () => {
@@ -416,7 +419,8 @@ export class Table {
       }
     } else {
       const name = this.nameOf(view.current);
-      const text = view.viewer === null ? `${t('spectating')} · ${t('turnOf', { name })}` : t('turnOf', { name });
+      const text = view.current === null ? ''
+        : view.viewer === null && !this.replay ? `${t('spectating')} · ${t('turnOf', { name })}` : t('turnOf', { name });
       fill(this.status, h('div', { class: 'their-turn' }, text));
     }
   }
@@ -562,7 +566,7 @@ export class Table {
   /** Milliseconds left in the turn on screen, by the server's deadline and the server's clock. */
   timeLeft() {
     const view = this.view;
-    if (!view || view.phase !== 'playing') return null;
+    if (!view || view.phase !== 'playing' || this.replay) return null;
     return Math.max(0, view.deadline - this.actions.serverNow());
   }
 
