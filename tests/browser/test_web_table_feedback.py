@@ -199,3 +199,52 @@ async def test_ten_players_fit_without_scrolling(
                      '[data-testid="me-seat"]', '[data-testid="total"]'):  # fmt: skip
         await _on_screen(page, selector)
     await browser.screenshot(f"layout-ten-players-{width}x{height}")
+
+
+# Roles a player operates; each must have a name a screen reader can say.
+CONTROL_ROLES = {"button", "textbox", "combobox", "slider", "checkbox", "link", "spinbutton", "switch"}
+
+
+async def _unnamed_controls(page: Page) -> list[str]:
+    cdp = await page.context.new_cdp_session(page)
+    tree = await cdp.send("Accessibility.getFullAXTree")
+    unnamed = []
+    for node in tree["nodes"]:
+        role = node.get("role", {}).get("value")
+        if node.get("ignored") or role not in CONTROL_ROLES:
+            continue
+        if not str(node.get("name", {}).get("value", "")).strip():
+            unnamed.append(f"{role} {node.get('backendDOMNodeId')}")
+    await cdp.detach()
+    return unnamed
+
+
+@pytest.mark.parametrize("demo", ["lobby", "table&select=J-1", "table&select=PM9-2", "results", "replay"])
+async def test_every_control_is_labelled(servers: Servers, browser: Browser, demo: str) -> None:
+    page = browser.page
+    await page.goto(f"{servers.url}?demo={demo}")
+    await page.locator("main > section:not([hidden]) button").first.wait_for()
+    assert await _unnamed_controls(page) == [], "controls without an accessible name"
+
+
+async def test_the_hand_and_the_table_controls_are_reachable_by_keyboard(
+    servers: Servers, browser: Browser
+) -> None:
+    page = browser.page
+    await page.goto(f"{servers.url}?demo=table")
+    await page.get_by_test_id("hand").locator("button").first.wait_for()
+    reached: set[str] = set()
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        testid = await page.evaluate("document.activeElement?.dataset?.testid ?? ''")
+        reached.add(testid)
+    cards = await page.eval_on_selector_all(
+        '[data-testid="hand"] > button', "els => els.map(e => e.dataset.testid)"
+    )
+    assert set(cards) <= reached, f"cards not reached by Tab: {set(cards) - reached}"
+    assert {"leave-table", "help-toggle", "lang-toggle", "sound-toggle"} <= reached
+    # Enter on a focused ± card opens its choices, which are reachable next.
+    await page.get_by_test_id("card-PM9-2").focus()
+    await page.keyboard.press("Enter")
+    await page.get_by_test_id("choice-minus").wait_for()
+    assert await page.get_by_test_id("card-PM9-2").get_attribute("aria-pressed") == "true"
