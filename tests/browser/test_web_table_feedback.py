@@ -248,3 +248,39 @@ async def test_the_hand_and_the_table_controls_are_reachable_by_keyboard(
     await page.keyboard.press("Enter")
     await page.get_by_test_id("choice-minus").wait_for()
     assert await page.get_by_test_id("card-PM9-2").get_attribute("aria-pressed") == "true"
+
+
+LONG_TASKS = """(() => {
+  window.__longTasks = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__longTasks.push(Math.round(entry.duration));
+  }).observe({ type: 'longtask', buffered: true });
+})();"""
+
+
+async def test_a_ten_player_game_has_no_long_task(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await page.context.add_init_script(LONG_TASKS)
+    await page.goto(servers.url)
+    await _expect_attr(page.get_by_test_id("connection"), "data-state", "open")
+    await page.get_by_test_id("player-name").fill("지호")
+    await page.get_by_test_id("opt-seats").select_option("10")
+    await page.get_by_test_id("opt-turnSeconds").select_option("10")
+    await page.get_by_test_id("create-room").tap()
+    await page.get_by_test_id("waiting-room").wait_for()
+    for seat in range(1, 10):
+        await page.get_by_test_id("add-bot").tap()
+        await page.locator(f'[data-testid="seat-{seat}"]:not(.free)').wait_for()
+    await page.evaluate("window.__longTasks.length = 0")  # the game, not the page load
+    await page.get_by_test_id("start-game").tap()
+    await page.locator("#screen-table").wait_for(state="visible")
+    await browser.screenshot("table-ten-players-live")
+    tapper = Tapper(browser)
+    while await tapper.wait_for_turn():
+        await tapper.play_turn()
+    await page.locator("#screen-results").wait_for(state="visible")
+    moves = sum(1 for e in browser.log.received("event") if e["event"]["type"] == "cardPlayed")
+    long_tasks: list[int] = await page.evaluate("window.__longTasks")
+    print(f"10-player game: {moves} moves, long tasks (ms): {sorted(long_tasks)[-5:]}")
+    assert moves > 20
+    assert max(long_tasks, default=0) <= 50, f"long tasks during the game: {sorted(long_tasks)[-5:]} ms"

@@ -11,6 +11,8 @@ const GAUGE_R = 92;
 const TIMER_R = 118;
 const CIRC = (r) => 2 * Math.PI * r;
 const BANNER_MS = 2200;
+// A banner still queued this long after its event is news no more (unless it is the last one).
+const BANNER_STALE_MS = 6000;
 const BOT_AVATARS = ['🤖', '🦊', '🐼', '🐯', '🐸', '🐙', '🦉', '🐧', '🐨', '🐳'];
 
 /** Colour of the gauge: green -> yellow -> red as the total nears 99 (hue 130 -> 0). */
@@ -265,12 +267,13 @@ export class Table {
   /** Queue a banner everyone at the table reads (the player concerned and the others alike). */
   announce(kind, text) {
     if (this.catchingUp) return;
-    this.banners.push({ kind, text });
+    this.banners.push({ kind, text, at: Date.now() });
     this.bannerLog.push({ kind, text });
     if (!this.bannerTimer) this.nextBanner();
   }
 
   nextBanner() {
+    while (this.banners.length > 1 && Date.now() - this.banners[0].at > BANNER_STALE_MS) this.banners.shift();
     const next = this.banners.shift();
     if (!next) {
       this.bannerTimer = null;
