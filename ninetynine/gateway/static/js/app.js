@@ -470,7 +470,7 @@ async function startDemo() {
   onView(view);
   if (demo === 'banners') {
     // Every kind of announced event, one after the other, through the table's own handling.
-    for (const event of (await loadDemo('events')).events) {
+    for (const { event } of (await loadDemo('events')).events) {
       await new Promise((done) => { setTimeout(done, 600); });
       app.table.onEvent(event);
     }
