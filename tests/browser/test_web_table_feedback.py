@@ -284,3 +284,70 @@ async def test_a_ten_player_game_has_no_long_task(servers: Servers, browser: Bro
     print(f"10-player game: {moves} moves, long tasks (ms): {sorted(long_tasks)[-5:]}")
     assert moves > 20
     assert max(long_tasks, default=0) <= 50, f"long tasks during the game: {sorted(long_tasks)[-5:]} ms"
+
+
+async def test_the_joker_dial_starts_at_the_total(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await page.goto(f"{servers.url}?demo=table&select=J-1")  # total 91, range 60-99
+    await _expect_attr(page.get_by_test_id("joker-value"), "data-value", "91")
+
+
+async def test_a_toast_covers_no_control_and_goes_away(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await page.goto(f"{servers.url}?demo=waiting")  # somebody else's turn
+    card = page.get_by_test_id("card-N10-3")
+    await card.tap()
+    await page.get_by_test_id("preview").wait_for()
+    await card.tap()  # a second tap asks to play out of turn
+    toast = page.get_by_test_id("toast")
+    await toast.wait_for()
+    assert await toast.inner_text() == "지금은 내 차례가 아니에요"
+    box = await toast.bounding_box()
+    assert box is not None
+    for control in await page.locator('#screen-table button, [data-testid="hand"] button').all():
+        other = await control.bounding_box()
+        if other is None:
+            continue
+        apart = (
+            box["y"] + box["height"] <= other["y"]
+            or other["y"] + other["height"] <= box["y"]
+            or box["x"] + box["width"] <= other["x"]
+            or other["x"] + other["width"] <= box["x"]
+        )
+        assert apart, f"the toast covers {await control.get_attribute('data-testid')}"
+    await browser.screenshot("table-toast")
+    await toast.wait_for(state="hidden", timeout=6000)
+
+
+async def test_classic_cards_have_suit_colours_and_help_fits_the_mode(
+    servers: Servers, browser: Browser
+) -> None:
+    page = browser.page
+    await page.goto(servers.url)
+    await _expect_attr(page.get_by_test_id("connection"), "data-state", "open")
+    await page.get_by_test_id("player-name").fill("지호")
+    await page.get_by_test_id("opt-mode").select_option("classic")
+    await page.get_by_test_id("opt-seats").select_option("2")
+    await page.get_by_test_id("opt-turnSeconds").select_option("30")
+    await page.get_by_test_id("create-room").tap()
+    await page.get_by_test_id("add-bot").tap()
+    await page.locator('[data-testid="seat-1"]:not(.free)').wait_for()
+    await page.get_by_test_id("start-game").tap()
+    await page.get_by_test_id("hand").locator("button").first.wait_for()
+    colours: list[list[str]] = await page.eval_on_selector_all(
+        '[data-testid="hand"] > button',
+        "els => els.map(e => [e.dataset.testid, getComputedStyle(e.querySelector('.face')).color])",
+    )
+    for testid, colour in colours:
+        suit = testid.removeprefix("card-").split("-")[0][-1]
+        red = colour == "rgb(200, 16, 46)"
+        assert red == (suit in "HD"), f"{testid} is {colour}"
+    await page.get_by_test_id("help-toggle").tap()
+    help_box = page.get_by_test_id("help")
+    await help_box.wait_for()
+    assert await page.locator(".help-table.help-classic").is_visible()
+    assert not await page.locator(".help-table.help-kr").is_visible(), "only the rules of this room"
+    await _on_screen(page, '[data-testid="help-close"]')
+    await browser.screenshot("help-classic")
+    await page.get_by_test_id("help-close").tap()
+    await help_box.wait_for(state="hidden")
