@@ -175,3 +175,19 @@ async def leave(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | Non
     await conn.follower.stop()
     conn.unbind()
     conn.reply(reply_id, left=gw.Left(room_id=binding.room_id))
+
+
+async def rematch(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    """From a finished game to its rematch room (created by the first to ask, joined after)."""
+    assert conn.binding is not None
+    old = conn.binding
+    joined = await conn.session.Rematch(
+        spb.RematchRequest(token=old.token), metadata=conn.call_metadata(), timeout=conn.session_timeout
+    )
+    old.leaving = True  # the finished room's stream ends now: no news
+    await conn.follower.stop()
+    conn.unbind()
+    room = joined.room
+    host = room.host_player_id == joined.player_id
+    binding = Binding(room.room_id, joined.seat_token, joined.player_id, "player", host)
+    _bound(conn, binding, room, room.last_seq, None, reply_id)

@@ -69,6 +69,7 @@ class RoomFollower:
         self.pump = None
         self._last_room = None
         self.last_seq = 0
+        self._finished = False  # a next room's stream is followed again
 
     def send_room(self, room: spb.Room, reply_id: JsonId | None, *, force: bool = False) -> None:
         comparable = spb.Room()

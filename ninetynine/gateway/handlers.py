@@ -210,6 +210,7 @@ HANDLERS: Mapping[str, MessageHandler] = _table(
     MessageHandler("addBot", add_bot, Where.BOUND),
     MessageHandler("startGame", start_game, Where.BOUND),
     MessageHandler("leaveRoom", binding.leave, Where.BOUND),
+    MessageHandler("rematch", binding.rematch, Where.BOUND),
 )
 # The handler of each ClientMessage oneof field (what a parsed frame names).
 HANDLER_OF_FIELD: Mapping[str, MessageHandler] = {h.field: h for h in HANDLERS.values() if h.field}

@@ -50,40 +50,79 @@ class Lobby:
         except RuleError as err:
             raise from_rule_error(err) from None
         for _ in range(10):
-            room_id = rooms.new_room_id()
-            now = now_ms()
-            doc, token = rooms.new_room(room_id, name, options, max_seats, now)
-            joined = pb.RoomEvent(
-                seq=1,
-                at_ms=now,
-                batch_end=True,
-                player_joined=pb.PlayerJoined(seat=rooms.public_seat(doc, doc.seats[0])),
-            )
-            doc.last_seq = 1
-            record = RoomRecord(
-                room_id=room_id,
-                version=1,
-                phase="lobby",
-                mode=mode_of(doc),
-                seats_total=max_seats,
-                seats_taken=1,
-                created_at_ms=now,
-                updated_at_ms=now,
-                data=doc.SerializeToString(),
-                deadline_ms=None,
-            )
             try:
-                await self.cache.store_call(
-                    "create",
-                    self.store.create_room(record, [StoredEvent(1, "all", "", joined.SerializeToString())]),
-                )
+                return await self._create(rooms.new_room_id(), name, options, max_seats)
             except RoomAlreadyExists:
                 continue
-            self.cache.remember(Loaded(record, doc))
-            return pb.CreateRoomResponse(
-                room=rooms.public_room(doc), player_id=doc.host_player_id, seat_token=token
-            )
         raise session_error("ROOM_BUSY")
+
+    async def _create(
+        self, room_id: str, name: str, options: game_pb2.Options, max_seats: int, rematch_of: str = ""
+    ) -> pb.CreateRoomResponse:
+        """Store a new room with its host seated; RoomAlreadyExists when the id is taken."""
+        now = now_ms()
+        doc, token = rooms.new_room(room_id, name, options, max_seats, now)
+        doc.rematch_of = rematch_of
+        joined = pb.RoomEvent(
+            seq=1,
+            at_ms=now,
+            batch_end=True,
+            player_joined=pb.PlayerJoined(seat=rooms.public_seat(doc, doc.seats[0])),
+        )
+        doc.last_seq = 1
+        record = RoomRecord(
+            room_id=room_id,
+            version=1,
+            phase="lobby",
+            mode=mode_of(doc),
+            seats_total=max_seats,
+            seats_taken=1,
+            created_at_ms=now,
+            updated_at_ms=now,
+            data=doc.SerializeToString(),
+            deadline_ms=None,
+        )
+        await self.cache.store_call(
+            "create",
+            self.store.create_room(record, [StoredEvent(1, "all", "", joined.SerializeToString())]),
+        )
+        self.cache.remember(Loaded(record, doc))
+        return pb.CreateRoomResponse(
+            room=rooms.public_room(doc), player_id=doc.host_player_id, seat_token=token
+        )
+
+    async def rematch(self, token: str) -> pb.JoinRoomResponse:
+        """A seat in the finished game's rematch room: created by the first player asking, joined after."""
+        chosen: dict[str, str] = {}
+        source = doc_pb.RoomDocument()
+
+        async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
+            caller = rooms.identify(doc, token)
+            if caller.player_id is None:
+                raise session_error("SPECTATOR_CANNOT_ACT")
+            if doc.phase != pb.ROOM_PHASE_FINISHED:
+                raise session_error("GAME_NOT_FINISHED", roomId=doc.room_id)
+            seat = rooms.seat_of(doc, caller.player_id)
+            chosen["name"] = seat.name
+            seat.token_hash = b""  # the seat moves on: asking twice cannot seat it twice
+            if not doc.rematch_room_id:
+                doc.rematch_room_id = rooms.new_room_id()
+            chosen["room_id"] = doc.rematch_room_id
+            source.CopyFrom(doc)
+            return Step()
+
+        await self.cache.mutate(rooms.token_room(token), step)
+        room_id, name = chosen["room_id"], chosen["name"]
+        try:
+            created = await self._create(room_id, name, source.options, source.max_seats, source.room_id)
+        except RoomAlreadyExists:
+            # Made by an earlier ask (or, once in a billion, an unrelated room with that code).
+            if (await self.cache.load(room_id, fresh=True)).doc.rematch_of != source.room_id:
+                raise session_error("ROOM_BUSY") from None
+            return await self.join_room(room_id, name)
+        return pb.JoinRoomResponse(
+            room=created.room, player_id=created.player_id, seat_token=created.seat_token
+        )
 
     async def join_room(self, room_id: str, name: str) -> pb.JoinRoomResponse:
         seated: dict[str, str] = {}

@@ -72,25 +72,20 @@ async def test_a_second_game_by_rematch_then_by_the_lobby_without_a_reload(
     await _play_to_results(tapper)
     await browser.screenshot("results-rematch-button")
 
-    # "한 판 더": a new room with the same size, settings and bots, started at once (only bots).
+    # "한 판 더": the server's rematch room, same size and settings, the same bots, started at once.
     rematch = page.get_by_test_id("rematch")
     assert await rematch.inner_text() == "한 판 더"
     await rematch.tap()
     await page.locator("#screen-table").wait_for(state="visible")
     await page.get_by_test_id("hand").locator('[data-testid^="card-"]').first.wait_for()
     await browser.screenshot("rematch-table")
-    created = [f.message for f in browser.log.sent("createRoom")]
-    assert len(created) == 2 and created[1]["seats"] == 3
-    assert created[1]["options"]["lives"] == 0 and created[1]["options"]["turnSeconds"] == 10
+    assert len(browser.log.sent("rematch")) == 1 and not browser.log.sent("leaveRoom")
     second_room = _joined_rooms(browser.log)[-1]
     assert second_room != first_room, "the rematch is a new room"
-    sent = [f.message["type"] for f in browser.log.frames if f.sent]
-    leave_index = sent.index("leaveRoom")
-    create_index = len(sent) - 1 - sent[::-1].index("createRoom")
-    assert leave_index < create_index, "the finished room was left before the new one was made"
-    assert browser.log.received("left"), "the server confirmed the leave"
-    bots = [s for s in browser.log.received("room")[-1]["room"]["seats"] if s["bot"]]
-    assert len(bots) == 2, "the same two bots sit at the new table"
+    room = browser.log.received("room")[-1]["room"]
+    first = next(m["room"] for m in browser.log.received("room") if m["room"]["roomId"] == first_room)
+    assert room["maxSeats"] == 3 and room["options"] == first["options"]
+    assert len([s for s in room["seats"] if s["bot"]]) == 2, "the same two bots sit at the new table"
     await _play_to_results(tapper)
 
     # Back to the lobby: it really leaves, so the next create is a plain one.
@@ -100,8 +95,40 @@ async def test_a_second_game_by_rematch_then_by_the_lobby_without_a_reload(
     await page.get_by_test_id("waiting-room").wait_for()
     await browser.screenshot("lobby-third-room")
     assert len(set(_joined_rooms(browser.log))) == 3
+    assert browser.log.sent("leaveRoom") and browser.log.received("left"), "the lobby button really left"
     assert not _errors(browser.log, "ALREADY_IN_ROOM"), "every new room was made without a reload"
     assert browser.log.sockets == 1, "all on the page's first WebSocket"
+
+
+async def test_two_people_meet_again_with_one_more_game(servers: Servers, browser: Browser) -> None:
+    host = browser.page
+    code = await _create_room(host, servers.url, seats=3)
+    guest, guest_log = await browser.new_page()
+    await guest.goto(servers.url)
+    await _expect_attr(guest.get_by_test_id("connection"), "data-state", "open")
+    await guest.get_by_test_id("player-name").fill("민서")
+    await guest.get_by_test_id("room-code-input").fill(code)
+    await guest.get_by_test_id("join-room").tap()
+    await guest.get_by_test_id("waiting-room").wait_for()
+    await _fill_with_bots_and_start(host, bots=1, first_free=2)
+    await _play_to_results(Tapper(browser))  # the guest lets its turns time out
+    await guest.locator("#screen-results").wait_for(state="visible", timeout=GAME_TIMEOUT_MS)
+
+    await host.get_by_test_id("rematch").tap()  # first: hosts the new room and brings the bot back
+    await host.get_by_test_id("waiting-room").wait_for()
+    await host.locator('[data-testid="seat-1"]:not(.free)').wait_for()
+    await guest.get_by_test_id("rematch").tap()
+    await guest.get_by_test_id("waiting-room").wait_for()
+    new_code = (await guest.get_by_test_id("room-code").inner_text()).strip()
+    assert new_code != code and new_code == (await host.get_by_test_id("room-code").inner_text()).strip()
+    await host.locator('[data-testid="seat-2"]:not(.free)').wait_for()
+    assert "민서" in await host.get_by_test_id("seat-2").inner_text()
+    await browser.screenshot("rematch-waiting-room-two-people")
+    await host.get_by_test_id("start-game").tap()
+    for page in (host, guest):
+        await page.locator("#screen-table").wait_for(state="visible")
+    await browser.screenshot("rematch-table-guest", guest)
+    assert guest_log.sent("rematch") and not _errors(guest_log, "ALREADY_IN_ROOM")
 
 
 def _joined_rooms(log: PageLog) -> list[str]:

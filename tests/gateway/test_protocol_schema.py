@@ -113,7 +113,7 @@ def test_every_event_type_has_a_doc_example() -> None:
 def test_doc_lists_the_brief_message_set() -> None:
     assert _types_in("ClientMessage") == {
         "hello", "createRoom", "joinRoom", "spectate", "resume", "listRooms", "addBot",
-        "startGame", "leaveRoom", "play", "getReplay", "ping",
+        "startGame", "leaveRoom", "play", "getReplay", "ping", "rematch",
     }  # fmt: skip
     assert _types_in("ServerMessage") == {
         "welcome", "joined", "room", "rooms", "event", "view", "snapshot", "played", "left",

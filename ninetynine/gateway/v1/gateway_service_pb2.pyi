@@ -85,6 +85,7 @@ class ClientMessage(_message.Message):
     PLAY_FIELD_NUMBER: _builtins.int
     GET_REPLAY_FIELD_NUMBER: _builtins.int
     PING_FIELD_NUMBER: _builtins.int
+    REMATCH_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Optional; copied into the one direct reply (1..64 characters)."""
     @_builtins.property
@@ -111,6 +112,8 @@ class ClientMessage(_message.Message):
     def get_replay(self) -> Global___GetReplay: ...
     @_builtins.property
     def ping(self) -> Global___Ping: ...
+    @_builtins.property
+    def rematch(self) -> Global___Rematch: ...
     def __init__(
         self,
         *,
@@ -127,12 +130,13 @@ class ClientMessage(_message.Message):
         play: Global___Play | None = ...,
         get_replay: Global___GetReplay | None = ...,
         ping: Global___Ping | None = ...,
+        rematch: Global___Rematch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "id", b"id", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "id", b"id", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "create_room", "join_room", "spectate", "resume", "list_rooms", "add_bot", "start_game", "leave_room", "play", "get_replay", "ping"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "create_room", "join_room", "spectate", "resume", "list_rooms", "add_bot", "start_game", "leave_room", "play", "get_replay", "ping", "rematch"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -396,6 +400,25 @@ class GetReplay(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetReplay: _TypeAlias = GetReplay  # noqa: Y015
+
+@_typing.final
+class Rematch(_message.Message):
+    """After a finished game: leave it for its rematch room (same options and size), answered by
+    Joined like JoinRoom. The first player to ask creates the room and hosts it; later ones join it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Rematch: _TypeAlias = Rematch  # noqa: Y015
 
 @_typing.final
 class Ping(_message.Message):

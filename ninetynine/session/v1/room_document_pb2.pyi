@@ -222,6 +222,8 @@ class RoomDocument(_message.Message):
     STARTED_AT_MS_FIELD_NUMBER: _builtins.int
     NEXT_PLAYER_NUMBER_FIELD_NUMBER: _builtins.int
     SPECTATORS_FIELD_NUMBER: _builtins.int
+    REMATCH_ROOM_ID_FIELD_NUMBER: _builtins.int
+    REMATCH_OF_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     phase: _session_service_pb2.RoomPhase.ValueType
     max_seats: _builtins.int
@@ -236,6 +238,10 @@ class RoomDocument(_message.Message):
     """Turn start (ms) of the deadline's turn, for lateness metrics."""
     started_at_ms: _builtins.int
     next_player_number: _builtins.int
+    rematch_room_id: _builtins.str
+    """Finished rooms: the room "한 판 더" (Rematch) seats its players in, chosen by the first to ask."""
+    rematch_of: _builtins.str
+    """A rematch room: the finished room it continues."""
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -275,10 +281,12 @@ class RoomDocument(_message.Message):
         started_at_ms: _builtins.int = ...,
         next_player_number: _builtins.int = ...,
         spectators: _abc.Iterable[Global___StoredSpectator] | None = ...,
+        rematch_room_id: _builtins.str = ...,
+        rematch_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "phase", b"phase", "room_id", b"room_id", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -250,6 +250,27 @@ class JoinRoomResponse(_message.Message):
 Global___JoinRoomResponse: _TypeAlias = JoinRoomResponse  # noqa: Y015
 
 @_typing.final
+class RematchRequest(_message.Message):
+    """A player's seat token of a finished room."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RematchRequest: _TypeAlias = RematchRequest  # noqa: Y015
+
+@_typing.final
 class SpectateRequest(_message.Message):
     """Watch a room."""
 

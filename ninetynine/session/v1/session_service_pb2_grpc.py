@@ -60,6 +60,11 @@ class SessionServiceStub:
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomResponse.FromString,
                 _registered_method=True)
+        self.Rematch = channel.unary_unary(
+                '/ninetynine.session.v1.SessionService/Rematch',
+                request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.FromString,
+                _registered_method=True)
         self.StartGame = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/StartGame',
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.StartGameRequest.SerializeToString,
@@ -149,6 +154,14 @@ class SessionServiceServicer:
 
     def LeaveRoom(self, request, context):
         """Give up a seat (lobby) or leave a running game (the seat is then auto-played).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Rematch(self, request, context):
+        """After a finished game: a seat in its rematch room (same options and size). The first player to
+        ask creates it and is its host; everyone asking later joins that same room.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -265,6 +278,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.LeaveRoom,
                     request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomRequest.FromString,
                     response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomResponse.SerializeToString,
+            ),
+            'Rematch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rematch,
+                    request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.FromString,
+                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.SerializeToString,
             ),
             'StartGame': grpc.unary_unary_rpc_method_handler(
                     servicer.StartGame,
@@ -436,6 +454,33 @@ class SessionService:
             '/ninetynine.session.v1.SessionService/LeaveRoom',
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomRequest.SerializeToString,
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.LeaveRoomResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rematch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ninetynine.session.v1.SessionService/Rematch',
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.SerializeToString,
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -47,6 +47,10 @@ class SessionServiceStub:
     """Watch a room (public information only)."""
     LeaveRoom: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.LeaveRoomRequest, _session_service_pb2.LeaveRoomResponse]
     """Give up a seat (lobby) or leave a running game (the seat is then auto-played)."""
+    Rematch: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.JoinRoomResponse]
+    """After a finished game: a seat in its rematch room (same options and size). The first player to
+    ask creates it and is its host; everyone asking later joins that same room.
+    """
     StartGame: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.StartGameRequest, _session_service_pb2.StartGameResponse]
     """Host only; needs at least two seated players."""
     AddBot: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.AddBotRequest, _session_service_pb2.AddBotResponse]
@@ -105,6 +109,10 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """Watch a room (public information only)."""
     LeaveRoom: _aio.UnaryUnaryMultiCallable[_session_service_pb2.LeaveRoomRequest, _session_service_pb2.LeaveRoomResponse]  # type: ignore[assignment]
     """Give up a seat (lobby) or leave a running game (the seat is then auto-played)."""
+    Rematch: _aio.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.JoinRoomResponse]  # type: ignore[assignment]
+    """After a finished game: a seat in its rematch room (same options and size). The first player to
+    ask creates it and is its host; everyone asking later joins that same room.
+    """
     StartGame: _aio.UnaryUnaryMultiCallable[_session_service_pb2.StartGameRequest, _session_service_pb2.StartGameResponse]  # type: ignore[assignment]
     """Host only; needs at least two seated players."""
     AddBot: _aio.UnaryUnaryMultiCallable[_session_service_pb2.AddBotRequest, _session_service_pb2.AddBotResponse]  # type: ignore[assignment]
@@ -184,6 +192,16 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.LeaveRoomResponse, _abc.Awaitable[_session_service_pb2.LeaveRoomResponse]]:
         """Give up a seat (lobby) or leave a running game (the seat is then auto-played)."""
+
+    @_abc_1.abstractmethod
+    def Rematch(
+        self,
+        request: _session_service_pb2.RematchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.JoinRoomResponse, _abc.Awaitable[_session_service_pb2.JoinRoomResponse]]:
+        """After a finished game: a seat in its rematch room (same options and size). The first player to
+        ask creates it and is its host; everyone asking later joins that same room.
+        """
 
     @_abc_1.abstractmethod
     def StartGame(

@@ -221,20 +221,18 @@ function leaveRoom() {
 }
 
 /**
- * "한 판 더": a new room with the last one's settings and size, its bots added again, started at
- * once when all the others were bots (else the waiting room shows the code to share).
+ * "한 판 더": the server seats this player in the finished game's rematch room (same settings and
+ * size): the first to ask hosts it, the others who ask join it. The host adds the bots again and
+ * starts at once when all the others were bots (else the others are awaited in the waiting room).
  */
 function rematch() {
-  const name = playerName();
   const room = app.room;
-  if (!name || !room) return;
+  if (!room) return;
   const others = room.seats.filter((s) => s.playerId !== app.conn?.session?.playerId);
   const plan = { bots: others.filter((s) => s.bot).length, start: others.every((s) => s.bot) };
   if (demo) return toast(t('demo', { what: 'rematch' }));
-  app.conn.leave();
-  resetToLobby();
   app.rematch = plan;
-  send({ type: 'createRoom', name, seats: room.maxSeats, options: room.options });
+  plan.id = send({ type: 'rematch' });
 }
 
 /** The rematch room's next step, on each `room` of it: one bot at a time, then start. */
@@ -251,7 +249,7 @@ function continueRematch(room) {
   }
   app.rematch = null;
   if (plan.start) send({ type: 'startGame' });
-  else toast(t('rematchNote'));
+  else toast(t('rematchNote'), 'rematch');
 }
 
 function resetToLobby() {
@@ -277,6 +275,7 @@ function play(action, moveSeq) {
 
 function renderResults(view) {
   const result = view.result;
+  $('[data-testid="rematch"]').hidden = view.viewer === null; // a spectator has no seat to bring
   if (app.resultsOf !== view.seedCommitment) { // a new game's results: the last check is not about it
     app.resultsOf = view.seedCommitment;
     $('#fairness').hidden = true;
@@ -365,7 +364,10 @@ function onMessage(msg) {
       if (!app.conn.inRoom) app.conn.send({ type: 'listRooms' });
       break;
     case 'joined':
-      if (app.room && app.room.roomId !== msg.roomId) app.table.reset();
+      if (app.room && app.room.roomId !== msg.roomId) {
+        app.table.reset();
+        app.view = null; // a rematch: the finished game's view is not this room's
+      }
       app.table.catchingUp = true; // a resume's missed events come next: already happened
       if (!app.view) show('lobby');
       break;
@@ -401,6 +403,7 @@ function onMessage(msg) {
       break;
     case 'error':
       toast(msg.message, msg.reason);
+      if (app.rematch && app.rematch.id === msg.id) app.rematch = null;
       if (msg.reason === 'INVALID_TOKEN') { toast(t('sessionLost'), msg.reason); resetToLobby(); }
       if (app.conn?.isLatestPlay?.(msg)) app.table.playRefused(msg.reason, Number(msg.metadata?.currentMoveSeq));
       if (app.view) app.table.render(app.view); // re-enable the hand after a refused play
@@ -495,7 +498,7 @@ function wire() {
   });
   $('[data-testid="lang-toggle"]').addEventListener('click', () => {
     setLang(lang() === 'ko' ? 'en' : 'ko');
-    if (app.conn?.send) app.conn.send({ type: 'hello', lang: lang() });
+    app.conn?.hello?.();
     applyLanguage();
   });
   const help = $('#help');

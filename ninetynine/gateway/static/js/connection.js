@@ -10,6 +10,9 @@ const BACKOFF_MAX_MS = 15000;
 // Application heartbeat: a ping every 2 s (the server then closes us after 6 s of silence and tells
 // the others), and 5 s without a word from the server is a drop, even if the socket still looks open.
 const HEARTBEAT_S = 2;
+// A hidden tab's timers are throttled by the browser: it asks for the server's usual heartbeat
+// instead, so it is not taken for a dropped line while nobody looks at it.
+const HIDDEN_HEARTBEAT_S = 20;
 const SILENCE_MS = 5000;
 // Clock samples older than this are dropped: the shortest round trip of the recent ones wins.
 const CLOCK_SAMPLE_MAX_AGE_MS = 120000;
@@ -98,6 +101,7 @@ export class Connection {
 
   start() {
     this.stopped = false;
+    document.addEventListener('visibilitychange', () => this.hello());
     this.open(this.attempt === 0 ? 'connecting' : 'reconnecting');
   }
 
@@ -117,7 +121,7 @@ export class Connection {
       this.attempt = 0;
       this.lastHeard = Date.now();
       this.onState('open');
-      this.send({ type: 'hello', lang: this.lang(), client: 'web-table/1', heartbeatSeconds: HEARTBEAT_S });
+      this.hello();
       this.ping(); // measure the clock before the resume's view needs it
       if (this.session?.token) this.send({ type: 'resume', token: this.session.token, afterSeq: this.lastSeq });
       this.startHeartbeat();
@@ -168,6 +172,12 @@ export class Connection {
       }
       if (Date.now() - this.lastPing >= this.heartbeatSeconds * 1000) this.ping();
     }, every);
+  }
+
+  /** hello: the language, and the heartbeat this tab keeps (short while visible). */
+  hello() {
+    const heartbeatSeconds = document.visibilityState === 'hidden' ? HIDDEN_HEARTBEAT_S : HEARTBEAT_S;
+    this.send({ type: 'hello', lang: this.lang(), client: 'web-table/1', heartbeatSeconds });
   }
 
   ping() {

@@ -164,6 +164,7 @@ export class Table {
     this.banners = [];
     this.banner.hidden = true;
     this.confirmingLeave = false;
+    this.handKey = null;
     fill(this.pile);
     delete this.pile.dataset.card;
   }
@@ -175,6 +176,7 @@ export class Table {
   playRefused(reason, currentMoveSeq) {
     if (reason === 'VIEW_OUTDATED' && this.view && this.view.seq < currentMoveSeq) return;
     this.sending = false;
+    this.handKey = null; // the hand acts again
   }
 
   // -- events: the pile, the banners ----------------------------------------------------------
@@ -301,8 +303,14 @@ export class Table {
     this.renderOpponents(view, previous);
     this.renderStatus(view, previous);
     this.renderRecent(view);
-    this.renderHand(view);
-    this.renderPanel(view);
+    // The hand and its choice buttons are rebuilt only when they change: a view that only says
+    // somebody's connection blinked must not pull a button from under a finger about to tap it.
+    const handKey = JSON.stringify([view.seq, view.myTurn, view.hand, this.sending, this.selected]);
+    if (handKey !== this.handKey) {
+      this.handKey = handKey;
+      this.renderHand(view);
+      this.renderPanel(view);
+    }
     this.renderMe(view);
     this.renderLeave(view);
     const last = view.recentPlays.at(-1);
@@ -487,6 +495,7 @@ export class Table {
       const { min, max } = entry.jokerRange;
       this.jokerValue = view.total >= min && view.total <= max ? view.total : min;
     }
+    this.handKey = null;
     this.renderHand(view);
     this.renderPanel(view);
   }
@@ -497,6 +506,7 @@ export class Table {
     // of applying it at another total if the game moved on meanwhile (a timeout, another device).
     this.actions.play(action, this.view.seq);
     this.selected = null;
+    this.handKey = null;
     this.renderHand(this.view);
     this.renderPanel(this.view);
   }
