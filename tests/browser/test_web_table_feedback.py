@@ -9,6 +9,7 @@ without waiting for a game to deal them. Screenshots land in ``artifacts/screens
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -258,7 +259,11 @@ LONG_TASKS = """(() => {
 })();"""
 
 
+@pytest.mark.slow
 async def test_a_ten_player_game_has_no_long_task(servers: Servers, browser: Browser) -> None:
+    """A performance bound, so slow-marked and measured only when the browser can have a core."""
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        pytest.skip(f"load average {os.getloadavg()[0]:.1f}: long tasks would measure the neighbours")
     page = browser.page
     await page.context.add_init_script(LONG_TASKS)
     await page.goto(servers.url)
