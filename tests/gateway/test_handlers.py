@@ -16,7 +16,7 @@ _ONEOF = gw.ClientMessage.DESCRIPTOR.oneofs_by_name["kind"]
 
 # docs/client-protocol.md §2: these bind a connection to a room, these act in it.
 BINDING = {"createRoom", "joinRoom", "spectate", "resume"}
-IN_ROOM = {"play", "addBot", "startGame", "leaveRoom"}
+IN_ROOM = {"play", "addBot", "startGame", "leaveRoom", "rematch"}
 
 
 def _schema_types() -> set[str]:
