@@ -13,7 +13,7 @@ with the dealer's left and going clockwise, until each player holds 12.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..rules.errors import Reason
@@ -386,10 +386,10 @@ def _play(s: TrickState, player: str, card_id: str, events: list[Event], now_ms:
 
 def score_lines(
     seats: Sequence[str],
-    bids: dict[str, tuple[str, ...]],
-    tricks: dict[str, int],
+    bids: Mapping[str, tuple[str, ...]],
+    tricks: Mapping[str, int],
     declarer: str | None,
-    scores: dict[str, int],
+    scores: Mapping[str, int],
 ) -> tuple[int, tuple[DealLine, ...]]:
     """One deal's points: 1 a trick; 10/20/30 to each maker when 3/2/1 contracts are made;
     the declarer +30 for making the contract, -60 for failing it. Returns (contracts made, lines)."""
