@@ -10,6 +10,7 @@ It reads only the bot's own hand and the public state.
 from __future__ import annotations
 
 from ninetynine.engine.rules import Action, Choice, GameState, Kind, card_of, legal_choices
+from ninetynine.engine.rules.ruleset import Op
 
 PLAIN = (Kind.ADD, Kind.ACE)
 NO_CHANGE = (Kind.ZERO, Kind.REVERSE, Kind.HOLD)
@@ -23,6 +24,7 @@ ESCAPE_COST = {
     Kind.TO99: 3,
     Kind.JOKER: 4,
 }
+UNLISTED_ESCAPE_COST = 3  # a card that sets the total (a preset's 9 to 0): spend it late
 
 
 def bot_action(state: GameState) -> Action:
@@ -35,12 +37,14 @@ def bot_action(state: GameState) -> Action:
         return max(plain, key=lambda c: (c.result, c.action.card_id)).action
 
     def escape_key(c: Choice) -> tuple[int, int, str]:
-        return (ESCAPE_COST[card_of(state, c.action.card_id).kind], c.result, c.action.card_id)
+        kind = card_of(state, c.action.card_id).kind
+        return (ESCAPE_COST.get(kind, UNLISTED_ESCAPE_COST), c.result, c.action.card_id)
 
     best = min(choices, key=escape_key)
     card = card_of(state, best.action.card_id)
-    if card.kind is Kind.JOKER:
-        lo, hi = state.options.joker_bounds()
+    pick = next((p for p in card.type.plays if p.op is Op.PICK), None) if card.type else None
+    if pick is not None:
+        lo, hi = pick.lo, pick.hi
         others = [card_of(state, cid).kind for cid in state.hands[me] if cid != card.id]
         value = hi if any(k in NO_CHANGE for k in others) else lo
         return Action(card.id, joker_value=value)

@@ -7,7 +7,7 @@ Typical use::
     state, events = apply(state, state.current, timeout_action(state), now_ms=...)
 """
 
-from .cards import Card, Kind, build_deck, catalogue
+from .cards import Card, Kind, build_deck, cards_of, catalogue_of
 from .errors import Reason, RuleError, message
 from .game import (
     Choice,
@@ -25,7 +25,9 @@ from .game import (
     timeout_action,
 )
 from .options import CLASSIC, KR, Options
+from .presets import PRESETS, preset, rules_for
 from .rng import Rng, RngState, seed_commitment, seed_rng
+from .ruleset import RuleSet
 from .state import CURRENT_STATE_VERSION, Action, Audience, Event, GameState, Phase, PlayRecord
 from .validate import validate_state
 from .view import player_view, private_view, public_view
@@ -34,6 +36,7 @@ __all__ = [
     "CLASSIC",
     "CURRENT_STATE_VERSION",
     "KR",
+    "PRESETS",
     "Action",
     "Audience",
     "Card",
@@ -50,11 +53,13 @@ __all__ = [
     "Rng",
     "RngState",
     "RuleError",
+    "RuleSet",
     "apply",
     "build_deck",
     "card_choices",
     "card_of",
-    "catalogue",
+    "cards_of",
+    "catalogue_of",
     "check_action",
     "check_replayable",
     "game_result",
@@ -62,8 +67,10 @@ __all__ = [
     "legal_choices",
     "message",
     "player_view",
+    "preset",
     "private_view",
     "public_view",
+    "rules_for",
     "seed_commitment",
     "seed_rng",
     "setup",

@@ -16,10 +16,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cards import TIMEOUT_CLASS, Card, Kind, catalogue, deck_for
+from .cards import Card, cards_of, catalogue_of
 from .errors import Reason, RuleError
 from .options import Options, check_player_count
+from .presets import rules_for
 from .rng import Rng, seed_commitment, seed_rng
+from .ruleset import (
+    Effect,
+    Floor,
+    Limit,
+    LossEnds,
+    Op,
+    Play,
+    Refill,
+    RuleSet,
+    Starter,
+    StockOut,
+    When,
+    unsupported,
+)
 from .state import (
     CURRENT_STATE_VERSION,
     HISTORY_LENGTH,
@@ -68,34 +83,41 @@ def setup(
     seed: int,
     now_ms: int = 0,
     names: dict[str, str] | None = None,
+    rules: RuleSet | None = None,
 ) -> tuple[GameState, list[Event]]:
     """Spec §4: shuffle, draw the first player, deal, set the start total and lives.
 
+    ``rules`` plays a preset (:mod:`.presets`) instead of the rule set ``options`` describe;
+    ``options`` then still names the mode the state is labelled with.
     RNG order: the canonical deck is shuffled, then the first player is ``below(n)``
     in seat order, then the deal.
     """
     options = options or Options()
     _check_player_ids(player_ids)
+    resolved = rules or rules_for(options, CURRENT_STATE_VERSION)
+    missing = unsupported(resolved)
+    if missing:
+        raise RuleError(Reason.INVALID_OPTION, option="rules", value=", ".join(missing))
     seats = tuple(player_ids)
     n = len(seats)
-    deck_count = options.resolved_deck_count(n)
+    deck_count = resolved.deck.deck_count(n)
     rng = Rng(seed_rng(seed))
-    pile = [c.id for c in deck_for(options, deck_count)]
+    pile = [c.id for c in cards_of(resolved.deck, deck_count)]
     rng.shuffle(pile)
     first = seats[rng.below(n)]
-    lives = options.resolved_lives()
+    lives = resolved.tokens.start(n)
     state = GameState(
         state_version=CURRENT_STATE_VERSION,
         options=options,
         seats=seats,
         names={p: names[p] for p in seats if names and names.get(p)},
-        hand_size=options.resolved_hand_size(),
+        hand_size=resolved.hand.size,
         deck_count=deck_count,
         start_lives=lives,
         hands={p: [] for p in seats},
         draw_pile=pile,
         discard=[],
-        total=options.start_total_for(n),
+        total=resolved.start.for_players(n),
         direction=1,
         current=first,
         alive={p: True for p in seats},
@@ -111,22 +133,22 @@ def setup(
         rng=seed_rng(seed),  # replaced below
         seed=seed,
         seed_commitment=seed_commitment(seed),
+        preset=rules,
+        round_starter=first if rules is not None else "",
     )
-    events = [
-        Event(
-            "gameStarted",
-            {
-                "stateVersion": state.state_version,
-                "mode": options.mode,
-                "options": options.to_mapping(),
-                "seats": list(seats),
-                "handSize": state.hand_size,
-                "lives": lives,
-                "deckSize": len(pile),
-                "seedCommitment": state.seed_commitment,
-            },
-        )
-    ]
+    started: dict[str, object] = {
+        "stateVersion": state.state_version,
+        "mode": options.mode,
+        "options": options.to_mapping(),
+        "seats": list(seats),
+        "handSize": state.hand_size,
+        "lives": lives,
+        "deckSize": len(pile),
+        "seedCommitment": state.seed_commitment,
+    }
+    if rules is not None:
+        started["rules"] = rules.name
+    events = [Event("gameStarted", started)]
     _deal(state, first, events)
     events.append(_round_started(state, first))
     _start_turn(state, rng, events, now_ms)
@@ -138,85 +160,147 @@ def setup(
 
 
 def card_of(state: GameState, card_id: str) -> Card:
-    return catalogue(state.options, state.deck_count)[card_id]
+    return catalogue_of(state.rules.deck, state.deck_count)[card_id]
 
 
-def _subtract(state: GameState, amount: int) -> tuple[int, Reason | None]:
-    result = state.total - amount
-    if result >= 0:
-        return result, None
-    if state.options.floor_at_zero == "clamp":
-        return 0, None
-    return result, Reason.BELOW_ZERO
+def _applies(play: Play, total: int) -> bool:
+    w = play.when
+    if w is When.ALWAYS:
+        return True
+    even = total % 2 == 0
+    if w is When.EVEN_OVER_49:
+        return even and total > 49
+    if w is When.NOT_EVEN_OVER_49:
+        return not (even and total > 49)
+    return even if w is When.EVEN else not even
 
 
-def _over(result: int) -> Reason | None:
-    return Reason.OVER_99 if result > 99 else None
+def _outcome(rules: RuleSet, total: int, play: Play, picked: int | None = None) -> tuple[int, Reason | None]:
+    """The total ``play`` makes from ``total`` and why it is refused (``None``: it is legal).
+
+    A ``PICK`` play makes ``picked`` (its ``lo`` when not given).
+    """
+    op = play.op
+    if op is Op.KEEP:
+        return total, None
+    if op is Op.ADD:
+        result = total + play.amount
+    elif op is Op.SET:
+        result = play.amount
+    elif op is Op.PICK:
+        return (play.lo if picked is None else picked), None
+    elif op is Op.DOUBLE:
+        result = total * 2
+    else:
+        result = total // 2
+    if result < 0 and result < total:
+        if rules.floor is Floor.CLAMP:
+            return 0, None
+        if rules.floor is Floor.FORBID:
+            return result, Reason.BELOW_ZERO
+    if result > rules.limit and rules.over_limit is Limit.REFUSE:
+        return result, Reason.OVER_99
+    return result, None
+
+
+# Action fields that select a play, with the action attribute and the refusal when it is missing.
+_SELECT_ATTR = {"sign": "sign", "aceValue": "ace_value", "jokerValue": "joker_value", "dir": "dir"}
+
+
+def _action_for(card_id: str, play: Play, value: object = None) -> Action:
+    if play.select is None:
+        return Action(card_id)
+    key, chosen = play.select
+    return Action(card_id, **{_SELECT_ATTR[key]: chosen if value is None else value})  # type: ignore[arg-type]
 
 
 def card_choices(state: GameState, card: Card) -> list[Choice]:
     """Every distinct way to play ``card`` now, legal or not, with its resulting total.
 
-    The joker is listed at its range's two ends; every integer between is legal too.
+    A play naming a number in a range (the joker) is listed at the range's two ends; every
+    integer between is legal too.
     """
-    s = state.total
-    cid = card.id
-    kind = card.kind
-    if kind is Kind.ADD:
-        return [Choice(Action(cid), s + card.value, _over(s + card.value))]
-    if kind is Kind.PLUS_MINUS:
-        minus, why = _subtract(state, card.value)
-        return [
-            Choice(Action(cid, sign="+"), s + card.value, _over(s + card.value)),
-            Choice(Action(cid, sign="-"), minus, why),
-        ]
-    if kind is Kind.ZERO:
-        if state.state_version == 1:
-            return [Choice(Action(cid), s)]
-        return [Choice(Action(cid, dir="keep"), s), Choice(Action(cid, dir="reverse"), s)]
-    if kind is Kind.REVERSE or kind is Kind.HOLD:
-        return [Choice(Action(cid), s)]
-    if kind is Kind.MINUS:
-        result, why = _subtract(state, card.value)
-        return [Choice(Action(cid), result, why)]
-    if kind is Kind.ACE:
-        high = state.options.ace_high
-        return [
-            Choice(Action(cid, ace_value=1), s + 1, _over(s + 1)),
-            Choice(Action(cid, ace_value=high), s + high, _over(s + high)),
-        ]
-    if kind is Kind.TO99:
-        return [Choice(Action(cid), 99)]
-    lo, hi = state.options.joker_bounds()
-    return [Choice(Action(cid, joker_value=lo), lo), Choice(Action(cid, joker_value=hi), hi)]
+    return [c for _, c in _card_plays(state.rules, state.total, card)]
+
+
+def _card_plays(rules: RuleSet, s: int, card: Card) -> list[tuple[Play, Choice]]:
+    assert card.type is not None
+    out: list[tuple[Play, Choice]] = []
+    for play in card.type.plays:
+        if not _applies(play, s):
+            continue
+        if play.op is Op.PICK:
+            out.append((play, Choice(_action_for(card.id, play, play.lo), play.lo)))
+            out.append((play, Choice(_action_for(card.id, play, play.hi), play.hi)))
+            continue
+        result, why = _outcome(rules, s, play)
+        out.append((play, Choice(_action_for(card.id, play), result, why)))
+    return out
 
 
 def legal_choices(state: GameState, player: str) -> list[Choice]:
     """The legal (card, choice) pairs of ``player``'s hand, in hand order."""
-    return [c for cid in state.hands[player] for c in card_choices(state, card_of(state, cid)) if c.legal]
-
-
-def _card_playable(state: GameState, card: Card) -> bool:
-    s = state.total
-    kind = card.kind
-    if kind is Kind.ADD:
-        return s + card.value <= 99
-    if kind is Kind.PLUS_MINUS:
-        return s + card.value <= 99 or s >= card.value or state.options.floor_at_zero == "clamp"
-    if kind is Kind.MINUS:
-        return s >= card.value or state.options.floor_at_zero == "clamp"
-    if kind is Kind.ACE:
-        return s + 1 <= 99
-    return True  # zero, reverse, hold, to99, joker
+    rules, s = state.rules, state.total
+    cat = catalogue_of(rules.deck, state.deck_count)
+    return [c for cid in state.hands[player] for _, c in _card_plays(rules, s, cat[cid]) if c.legal]
 
 
 def has_legal_play(state: GameState, player: str) -> bool:
-    cat = catalogue(state.options, state.deck_count)
-    return any(_card_playable(state, cat[cid]) for cid in state.hands[player])
+    rules = state.rules
+    cat = catalogue_of(rules.deck, state.deck_count)
+    s = state.total
+    for cid in state.hands[player]:
+        plays = cat[cid].type.plays  # type: ignore[union-attr]
+        if any(_applies(p, s) and _outcome(rules, s, p)[1] is None for p in plays):
+            return True
+    return False
 
 
-def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, bool, dict[str, object]]:
-    """Validate ``action`` (§8.2) and return (card, new total, reverses direction, choice)."""
+def _require(field: str, card_id: str, play: Play, plays: Sequence[Play]) -> RuleError:
+    """The refusal for a missing or unknown choice value of ``field``."""
+    values = [p.select[1] for p in plays if p.select is not None and p.select[0] == field]
+    if field == "sign":
+        return RuleError(Reason.SIGN_REQUIRED, cardId=card_id)
+    if field == "dir":
+        return RuleError(Reason.DIR_REQUIRED, cardId=card_id)
+    if field == "aceValue":
+        return RuleError(Reason.ACE_VALUE_REQUIRED, cardId=card_id, ace_high=max(values))  # type: ignore[type-var]
+    return RuleError(Reason.JOKER_VALUE_REQUIRED, cardId=card_id, min=play.lo, max=play.hi)
+
+
+def _select(card: Card, action: Action, total: int) -> tuple[Play, dict[str, object]]:
+    """The play ``action`` asks for (§8.2 choice fields), or the refusal."""
+    assert card.type is not None
+    cid = card.id
+    plays = [p for p in card.type.plays if _applies(p, total)]
+    fields = {p.select[0] for p in plays if p.select is not None}
+    if action.dir is not None and "dir" not in fields:
+        raise RuleError(Reason.DIR_NOT_ALLOWED, cardId=cid)
+    for field in ("sign", "aceValue", "jokerValue"):
+        if getattr(action, _SELECT_ATTR[field]) is not None and field not in fields:
+            raise RuleError(Reason.CHOICE_NOT_ALLOWED, cardId=cid, field=field)
+    if not fields:
+        return plays[0], {}
+    (field,) = fields  # a card selects its plays by one field
+    value = getattr(action, _SELECT_ATTR[field])
+    if field == "jokerValue":
+        play = plays[0]
+        if value is None:
+            raise _require(field, cid, play, plays)
+        if not play.lo <= value <= play.hi:
+            raise RuleError(Reason.JOKER_OUT_OF_RANGE, cardId=cid, min=play.lo, max=play.hi, value=value)
+        return play, {field: value}
+    for play in plays:
+        if play.select is not None and play.select[1] == value:
+            return play, {field: value}
+    if field == "aceValue" and value is not None:
+        high = max(p.select[1] for p in plays if p.select is not None)  # type: ignore[type-var]
+        raise RuleError(Reason.ACE_VALUE_INVALID, cardId=cid, ace_high=high, value=value)
+    raise _require(field, cid, plays[0], plays)
+
+
+def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, Effect, dict[str, object]]:
+    """Validate ``action`` (§8.2) and return (card, new total, turn effect, choice)."""
     if state.phase is Phase.FINISHED:
         raise RuleError(Reason.GAME_FINISHED)
     if player not in state.alive:
@@ -227,71 +311,13 @@ def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, 
     if cid not in state.hands[player]:
         raise RuleError(Reason.CARD_NOT_IN_HAND, cardId=cid)
     card = card_of(state, cid)
-    kind = card.kind
-    zero_with_dir = kind is Kind.ZERO and state.state_version >= 2
-    if action.dir is not None and not zero_with_dir:
-        raise RuleError(Reason.DIR_NOT_ALLOWED, cardId=cid)
-    for field, value, owner in (
-        ("sign", action.sign, Kind.PLUS_MINUS),
-        ("aceValue", action.ace_value, Kind.ACE),
-        ("jokerValue", action.joker_value, Kind.JOKER),
-    ):
-        if value is not None and kind is not owner:
-            raise RuleError(Reason.CHOICE_NOT_ALLOWED, cardId=cid, field=field)
-
     s = state.total
-    reverse = False
-    choice: dict[str, object] = {}
-    if kind is Kind.ADD:
-        result = s + card.value
-    elif kind is Kind.PLUS_MINUS:
-        if action.sign not in ("+", "-"):
-            raise RuleError(Reason.SIGN_REQUIRED, cardId=cid)
-        choice["sign"] = action.sign
-        if action.sign == "+":
-            result = s + card.value
-        else:
-            result, why = _subtract(state, card.value)
-            if why is not None:
-                raise RuleError(why, cardId=cid, total=s, result=result)
-    elif kind is Kind.ZERO:
-        result = s
-        if zero_with_dir:
-            if action.dir not in ("keep", "reverse"):
-                raise RuleError(Reason.DIR_REQUIRED, cardId=cid)
-            choice["dir"] = action.dir
-            reverse = action.dir == "reverse"
-        else:
-            reverse = True  # version 1: the 0 card always reverses
-    elif kind is Kind.REVERSE:
-        result, reverse = s, True
-    elif kind is Kind.HOLD:
-        result = s
-    elif kind is Kind.MINUS:
-        result, why = _subtract(state, card.value)
-        if why is not None:
-            raise RuleError(why, cardId=cid, total=s, result=result)
-    elif kind is Kind.ACE:
-        high = state.options.ace_high
-        if action.ace_value is None:
-            raise RuleError(Reason.ACE_VALUE_REQUIRED, cardId=cid, ace_high=high)
-        if action.ace_value not in (1, high):
-            raise RuleError(Reason.ACE_VALUE_INVALID, cardId=cid, ace_high=high, value=action.ace_value)
-        choice["aceValue"] = action.ace_value
-        result = s + action.ace_value
-    elif kind is Kind.TO99:
-        result = 99
-    else:  # joker
-        lo, hi = state.options.joker_bounds()
-        if action.joker_value is None:
-            raise RuleError(Reason.JOKER_VALUE_REQUIRED, cardId=cid, min=lo, max=hi)
-        if not lo <= action.joker_value <= hi:
-            raise RuleError(Reason.JOKER_OUT_OF_RANGE, cardId=cid, min=lo, max=hi, value=action.joker_value)
-        choice["jokerValue"] = action.joker_value
-        result = action.joker_value
-    if result > 99:
-        raise RuleError(Reason.OVER_99, cardId=cid, total=s, result=result)
-    return card, result, reverse, choice
+    play, choice = _select(card, action, s)
+    picked = choice.get("jokerValue")
+    result, why = _outcome(state.rules, s, play, picked if isinstance(picked, int) else None)
+    if why is not None:
+        raise RuleError(why, cardId=cid, total=s, result=result)
+    return card, result, play.effect_for(sum(state.alive.values())), choice
 
 
 def check_action(state: GameState, player: str, action: Action) -> int:
@@ -317,7 +343,7 @@ def apply(
     """
     if expected_seq is not None and expected_seq != state.seq:
         raise RuleError(Reason.STALE_STATE, expectedSeq=expected_seq, seq=state.seq)
-    card, result, reverse, choice = _resolve(state, player, action)
+    card, result, effect, choice = _resolve(state, player, action)
     s = state.clone()
     rng = Rng(s.rng)
     events: list[Event] = []
@@ -331,31 +357,50 @@ def apply(
     if len(s.history) > HISTORY_LENGTH:
         del s.history[0]
     events.append(Event("cardPlayed", {**record.to_dict(), "kind": str(card.kind), "seq": s.seq + 1}))
-    if reverse:
+    if effect is Effect.REVERSE:
         s.direction = -s.direction
         events.append(Event("directionChanged", {"player": player, "direction": s.direction}))
-    if s.options.refill:
-        _refill(s, player, rng, events)
+    _refill(s, player, rng, events)
     s.seq += 1
-    s.current = _next_alive(s, player)
+    if effect is Effect.PLAY_AGAIN:
+        events.append(Event("playAgain", {"player": player}))
+        s.current = player
+    elif effect is Effect.SKIP:
+        skipped = _next_alive(s, player)
+        events.append(Event("turnSkipped", {"player": skipped, "by": player}))
+        s.current = _next_alive(s, skipped)
+    else:
+        s.current = _next_alive(s, player)
     _start_turn(s, rng, events, now_ms)
     s.rng = rng.freeze()
     return s, events
 
 
 def _refill(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
+    hand = s.rules.hand
+    if hand.refill is Refill.ONE:
+        _draw(s, player, rng, events)
+    elif hand.refill is Refill.UP_TO:
+        while len(s.hands[player]) < hand.refill_to and _draw(s, player, rng, events):
+            pass
+
+
+def _draw(s: GameState, player: str, rng: Rng, events: list[Event]) -> bool:
+    """Draw one card for ``player``, turning the discard into a new stock if needed; False if none."""
     if not s.draw_pile and s.discard:
-        # The discard (including the card just played) becomes the new pile; total unchanged.
-        s.draw_pile, s.discard = s.discard, []
+        # The discard becomes the new pile (total unchanged), all of it or all but its top card.
+        keep = s.discard[-1:] if s.rules.hand.stock_out is StockOut.KEEP_TOP else []
+        s.draw_pile, s.discard = s.discard[: len(s.discard) - len(keep)], keep
         rng.shuffle(s.draw_pile)
         events.append(Event("reshuffled", {"count": len(s.draw_pile), "total": s.total}))
     if not s.draw_pile:
-        return
+        return False
     cid = s.draw_pile.pop()
     s.hands[player].append(cid)
     card = card_of(s, cid)
     events.append(Event("cardDrawn", {"player": player, "card": card.to_dict()}, Audience.ONLY, player))
     events.append(Event("cardDrawn", {"player": player}, Audience.EXCEPT, player))
+    return True
 
 
 def _next_alive(s: GameState, player: str) -> str:
@@ -383,7 +428,7 @@ def _start_turn(s: GameState, rng: Rng, events: list[Event], now_ms: int) -> Non
                     "total": s.total,
                     "direction": s.direction,
                     "turnStartedAt": now_ms,
-                    "deadline": now_ms + s.options.turn_seconds * 1000,
+                    "deadline": now_ms + s.rules.turn_seconds * 1000,
                 },
             )
         )
@@ -396,15 +441,18 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
         if s.phase is Phase.FINISHED:
             return
         nxt = _next_alive(s, player)
-        if s.options.after_elimination == "reset":
+        ends = s.rules.out_ends
+        if ends is LossEnds.RESET:
             _new_round(s, nxt, rng, events, everything=False, reason="reset")
+        elif ends is LossEnds.ROUND:
+            _new_round(s, nxt, rng, events, everything=True, reason="eliminated")
         else:
             s.current = nxt
         return
     if s.lives[player] > 0:
         s.lives[player] -= 1
         s.lives_lost[player] += 1
-        on_board = s.lives[player] == 0 and s.options.on_the_board
+        on_board = s.lives[player] == 0 and s.rules.tokens.on_the_board
         if on_board:
             s.on_board[player] = True
         events.append(
@@ -418,8 +466,19 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
         _eliminate(s, player, events, reason="lostOnTheBoard")
     if s.phase is Phase.FINISHED:
         return
-    starter = player if s.alive[player] else _next_alive(s, player)
-    _new_round(s, starter, rng, events, everything=True, reason="lifeLost")
+    rules = s.rules
+    if rules.starter is Starter.ROTATE:
+        starter = _next_alive(s, s.round_starter) if s.round_starter in s.alive else _next_alive(s, player)
+    elif rules.starter is Starter.NEXT or not s.alive[player]:
+        starter = _next_alive(s, player)
+    else:
+        starter = player
+    if rules.loss_ends is LossEnds.NOTHING:
+        s.current = starter
+    elif rules.loss_ends is LossEnds.PILE:
+        _clear_pile(s, starter, events)
+    else:
+        _new_round(s, starter, rng, events, everything=rules.loss_ends is LossEnds.ROUND, reason="lifeLost")
 
 
 def _eliminate(s: GameState, player: str, events: list[Event], reason: str) -> None:
@@ -455,7 +514,7 @@ def _new_round(
     The gathered cards are put in canonical deck order before the shuffle, so the new
     pile depends only on which cards were gathered and the RNG.
     """
-    deck = deck_for(s.options, s.deck_count)
+    deck = cards_of(s.rules.deck, s.deck_count)
     if everything:
         pile = [c.id for c in deck]
         s.discard = []
@@ -470,11 +529,33 @@ def _new_round(
     s.draw_pile = pile
     s.round += 1
     alive = sum(s.alive.values())
-    s.total = 0 if s.state_version == 1 else s.options.start_total_for(alive)
+    s.total = 0 if s.state_version == 1 else s.rules.start.for_players(alive)
     s.current = starter
+    _note_starter(s, starter)
+    if s.rules.round_resets_direction:
+        s.direction = 1
     s.history = []
     _deal(s, starter, events)
     events.append(_round_started(s, starter, reason))
+
+
+def _note_starter(s: GameState, starter: str) -> None:
+    # Only a preset game (held by the library) records it: the protobuf State of kr-product and
+    # classic games has no such field, and neither rotates the deal.
+    if s.preset is not None:
+        s.round_starter = starter
+
+
+def _clear_pile(s: GameState, starter: str, events: list[Event]) -> None:
+    """The pile is taken away: everyone keeps their hand, the total goes back to the start."""
+    s.round += 1
+    s.total = s.rules.start.for_players(sum(s.alive.values()))
+    s.current = starter
+    _note_starter(s, starter)
+    s.history = []
+    if s.rules.round_resets_direction:
+        s.direction = 1
+    events.append(_round_started(s, starter, "pileCleared"))
 
 
 def _round_started(s: GameState, starter: str, reason: str = "setup") -> Event:
@@ -585,12 +666,16 @@ def timeout_action(state: GameState) -> Action:
         raise RuleError(Reason.GAME_FINISHED)
     best: tuple[int, int, str, int] | None = None
     best_action: Action | None = None
+    rules, s = state.rules, state.total
+    cat = catalogue_of(rules.deck, state.deck_count)
     for cid in state.hands[state.current]:
-        card = card_of(state, cid)
-        for choice in card_choices(state, card):
+        card = cat[cid]
+        assert card.type is not None
+        for play, choice in _card_plays(rules, s, card):
             if not choice.legal:
                 continue
-            key = (choice.result, TIMEOUT_CLASS[card.kind], cid, 1 if choice.action.dir == "reverse" else 0)
+            # A play with a turn effect after one without: the 0 card keeps the direction.
+            key = (choice.result, card.type.timeout_class, cid, int(play.effect is not Effect.NONE))
             if best is None or key < best:
                 best, best_action = key, choice.action
     if best_action is None:

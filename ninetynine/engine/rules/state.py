@@ -24,7 +24,9 @@ from enum import StrEnum
 from typing import Any
 
 from .options import Options
+from .presets import rules_for
 from .rng import RngState
+from .ruleset import RuleSet
 
 CURRENT_STATE_VERSION = 2
 SUPPORTED_STATE_VERSIONS = (1, 2)
@@ -137,6 +139,10 @@ class GameState:
     seed: int
     seed_commitment: str
     history: list[PlayRecord] = field(default_factory=list)
+    # A preset played instead of the rule set ``options`` describe (None: kr-product or classic).
+    # Held by the library only: the protobuf State carries kr-product and classic games.
+    preset: RuleSet | None = None
+    round_starter: str = ""  # who started this round (the deal rotates from it)
 
     def clone(self) -> GameState:
         """A copy whose containers can be changed without touching ``self``.
@@ -173,7 +179,14 @@ class GameState:
         c.seed = self.seed
         c.seed_commitment = self.seed_commitment
         c.history = self.history[:]
+        c.preset = self.preset
+        c.round_starter = self.round_starter
         return c
+
+    @property
+    def rules(self) -> RuleSet:
+        """The rule set this game plays."""
+        return self.preset or rules_for(self.options, self.state_version)
 
     @property
     def finished(self) -> bool:

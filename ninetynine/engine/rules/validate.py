@@ -11,7 +11,7 @@ from collections.abc import KeysView
 from functools import lru_cache
 from typing import NoReturn
 
-from .cards import catalogue
+from .cards import catalogue_of
 from .errors import Reason, RuleError
 from .game import has_legal_play
 from .options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
@@ -53,12 +53,12 @@ def validate_state(s: GameState) -> None:
     ):
         if mapping.keys() != seats:
             raise _bad(f"{name} does not match the seats")
-    options = s.options
-    if s.deck_count != options.resolved_deck_count(n) and s.deck_count not in (1, 2):
+    rules = s.rules
+    if s.deck_count not in (1, 2):
         raise _bad(f"deckCount {s.deck_count}")
-    if options.is_kr and s.deck_count != 1:
-        raise _bad("kr-product uses one deck")
-    cat = catalogue(options, s.deck_count)
+    if s.deck_count not in rules.deck.allowed_deck_counts:
+        raise _bad(f"{rules.name} uses one deck")
+    cat = catalogue_of(rules.deck, s.deck_count)
     if not _holds_each_card_once(s, cat.keys()):
         _explain_bad_cards(s, cat.keys())
     if not 0 <= s.total <= 99:

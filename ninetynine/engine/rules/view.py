@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .game import card_choices, card_of, game_result
+from .ruleset import Op
 from .state import GameState, Phase
 
 
@@ -28,7 +29,7 @@ def public_view(s: GameState) -> dict[str, Any]:
         "direction": s.direction,
         "current": s.current,
         "turnStartedAt": s.turn_started_at,
-        "deadline": s.turn_started_at + s.options.turn_seconds * 1000,
+        "deadline": s.turn_started_at + s.rules.turn_seconds * 1000,
         "players": [
             {
                 "id": p,
@@ -49,6 +50,8 @@ def public_view(s: GameState) -> dict[str, Any]:
         "recentPlays": [r.to_dict() for r in s.history],
         "seedCommitment": s.seed_commitment,
     }
+    if s.preset is not None:
+        view["rules"] = s.preset.name
     if finished:
         view["seed"] = str(s.seed)
         view["result"] = game_result(s).to_dict()
@@ -87,9 +90,9 @@ def private_view(s: GameState, viewer: str | None) -> dict[str, Any]:
             "playable": any(c.legal for c in choices),
             "choices": options,
         }
-        if card.kind == "joker":
-            lo, hi = s.options.joker_bounds()
-            entry["jokerRange"] = {"min": lo, "max": hi}
+        pick = next((p for p in card.type.plays if p.op is Op.PICK), None) if card.type else None
+        if pick is not None:
+            entry["jokerRange"] = {"min": pick.lo, "max": pick.hi}
         hand.append(entry)
         if my_turn:
             legal_plays += [{"action": c.action.to_dict(), "result": c.result} for c in choices if c.legal]

@@ -1,0 +1,295 @@
+"""Rule sets as data: everything that makes one adding game "99" differ from another.
+
+A :class:`RuleSet` is a frozen value. The engine (:mod:`.game`) reads it instead of asking
+which mode it plays: the deck and each card's plays, the hand and its refill, the start
+total, the floor and the limit, what a loss costs and ends, who starts next, and the timeout
+tie-break. ``kr-product`` and ``classic`` are two rule sets built from the spec's options
+(:func:`.presets.rules_for`); the other presets are in :mod:`.presets`.
+
+Room for what comes next, so that it is added here and not as engine special cases:
+
+* ``RuleSet.game`` names the game the rule set belongs to; a registry of games
+  (:data:`.presets.GAMES`) maps it to its engine, so a trick-taking game can sit beside
+  the adding game with its own rule value.
+* :class:`Effect` has the turn effects of one card; an obligation such as "the next player
+  plays two" is another member, and a card that can never be played has no plays.
+* :class:`Threshold` and :class:`End` describe threshold penalties, points and special hands.
+
+A rule set is checked when a game starts (:func:`unsupported`): a value this engine does not
+play yet is refused with ``INVALID_OPTION`` rather than played as something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """The class a client draws a card as (the rule set says what it does)."""
+
+    ADD = "add"  # kr 1..8, 10 / classic 2,3,5,6,7,8, J, Q
+    PLUS_MINUS = "plusMinus"  # kr ±9, ±10
+    REVERSE = "reverse"  # classic 4
+    ZERO = "zero"  # kr 0
+    HOLD = "hold"  # classic 9
+    MINUS = "minus"  # classic 10
+    ACE = "ace"  # classic A
+    TO99 = "to99"  # classic K
+    JOKER = "joker"  # kr joker
+    SET = "set"  # sets the total to its value (004 part II's 9 sets 0)
+
+
+class Effect(StrEnum):
+    """What a play does to the turn order, after the total changes."""
+
+    NONE = "none"
+    REVERSE = "reverse"  # the direction of play reverses
+    SKIP = "skip"  # the next player loses their turn
+    PLAY_AGAIN = "playAgain"  # the same player plays again
+
+
+class Op(StrEnum):
+    """How a play changes the total."""
+
+    KEEP = "keep"  # no change
+    ADD = "add"  # total + amount (a negative amount subtracts, subject to the floor)
+    SET = "set"  # total = amount
+    PICK = "pick"  # any total in lo..hi, named by the player
+    DOUBLE = "double"
+    HALVE = "halve"
+
+
+class When(StrEnum):
+    """The condition on the total under which a play applies (a card's plays never overlap)."""
+
+    ALWAYS = "always"
+    EVEN_OVER_49 = "evenOver49"
+    NOT_EVEN_OVER_49 = "notEvenOver49"
+    EVEN = "even"
+    ODD = "odd"
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """One way to play a card.
+
+    ``select`` is the action field and value that picks this play when a card has several
+    (``("sign", "-")``, ``("aceValue", 11)``, ``("dir", "reverse")``, ``("jokerValue", None)``
+    for a number the player names); ``None`` when it is the card's only play.
+    ``two_players`` replaces ``effect`` when only two players are left.
+    """
+
+    op: Op
+    amount: int = 0
+    select: tuple[str, object] | None = None
+    effect: Effect = Effect.NONE
+    two_players: Effect | None = None
+    when: When = When.ALWAYS
+    lo: int = 0
+    hi: int = 0
+
+    def effect_for(self, alive: int) -> Effect:
+        if alive == 2 and self.two_players is not None:
+            return self.two_players
+        return self.effect
+
+
+@dataclass(frozen=True, slots=True)
+class CardType:
+    """A kind of card: its printed face, the class clients draw it as, and its plays.
+
+    ``rank`` is the face for numbered decks and the rank for French decks (``"10"``),
+    ``value`` the printed amount clients show (0 where there is none), ``timeout_class`` the
+    §8.5 tie-break class (lower is spent first by the timeout policy).
+    """
+
+    rank: str
+    kind: Kind
+    value: int
+    plays: tuple[Play, ...]
+    timeout_class: int
+    id_prefix: str = ""  # numbered decks: card ids are ``{id_prefix}-{i}``
+    count: int = 0  # numbered decks: cards of this type in one deck
+
+
+class DeckStyle(StrEnum):
+    FRENCH = "french"  # 52 cards, ids ``{rank}{suit}-{deck}``, ``cards`` lists the 13 ranks
+    NUMBERED = "numbered"  # ``count`` cards of each type, ids ``{id_prefix}-{i}``
+
+
+@dataclass(frozen=True, slots=True)
+class Deck:
+    style: DeckStyle
+    cards: tuple[CardType, ...]
+    # (fewest players, decks): the last row whose player count is reached applies.
+    decks_by_players: tuple[tuple[int, int], ...] = ((2, 1),)
+    allowed_deck_counts: tuple[int, ...] = (1,)  # what a received state may carry
+
+    def deck_count(self, players: int) -> int:
+        return _by_players(self.decks_by_players, players)
+
+    def type_of(self, rank: str) -> CardType:
+        return next(c for c in self.cards if c.rank == rank)
+
+
+class Refill(StrEnum):
+    NONE = "none"
+    ONE = "one"  # draw one card after playing
+    UP_TO = "upTo"  # draw until the hand holds ``Hand.refill_to`` cards
+
+
+class StockOut(StrEnum):
+    RESHUFFLE_ALL = "reshuffleAll"  # the whole discard, the card just played too, becomes the stock
+    KEEP_TOP = "keepTop"  # the top discard stays; the rest is shuffled into the stock
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    size: int
+    refill: Refill = Refill.ONE
+    refill_to: int = 0
+    stock_out: StockOut = StockOut.RESHUFFLE_ALL
+
+
+class Floor(StrEnum):
+    FORBID = "forbid"  # a play below 0 is refused
+    CLAMP = "clamp"  # it makes 0
+    NEGATIVE = "negative"  # the total may go below 0
+
+
+class Limit(StrEnum):
+    REFUSE = "refuse"  # a play over the limit is refused; no play at all is a loss
+    PLAY_AND_LOSE = "playAndLose"  # it may be played, and the player loses
+
+
+class LossEnds(StrEnum):
+    """What a loss that does not end the game does to the table."""
+
+    NOTHING = "nothing"  # the next player plays on at the same total
+    RESET = "reset"  # the survivors' hands and the stock are shuffled and dealt again
+    ROUND = "round"  # every card is gathered, shuffled and dealt again
+    PILE = "pile"  # the pile is taken away; the others keep their hands, from the start total
+
+
+class Starter(StrEnum):
+    """Who starts after a loss."""
+
+    LOSER = "loser"  # the loser if still in, else the next player
+    NEXT = "next"  # the player after the loser
+    ROTATE = "rotate"  # the deal passes left: the player after the last round's starter
+
+
+class OutWhen(StrEnum):
+    NO_TOKENS = "noTokens"  # losing the last token puts you out (or "on the board")
+    CANNOT_PAY = "cannotPay"  # having to pay a token you do not have puts you out
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Lives, pennies or points: how many, and what a loss costs.
+
+    ``start_by_players`` rows are (fewest players, tokens), like ``Deck.decks_by_players``.
+    0 tokens: a loss puts the player out at once.
+    """
+
+    start_by_players: tuple[tuple[int, int], ...] = ((2, 0),)
+    per_loss: int = 1
+    on_the_board: bool = False  # with none left, one more loss before being out
+    out_when: OutWhen = OutWhen.NO_TOKENS
+
+    def start(self, players: int) -> int:
+        return _by_players(self.start_by_players, players)
+
+
+class Reach(StrEnum):
+    EXACT = "exact"  # the play makes the total exactly ``at``
+    CROSS = "cross"  # the play takes the total past ``at`` (to ``at + 1`` or more)
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A token change for reaching or crossing a total (not played by this engine yet)."""
+
+    at: int
+    reach: Reach
+    from_below_only: bool = True
+    others_pay: bool = False  # everyone else pays instead of the player
+    tokens: int = 1
+    ends_round: bool = False
+
+
+class EndKind(StrEnum):
+    LAST_STANDING = "lastStanding"
+    POINTS_TARGET = "pointsTarget"
+    ROUNDS = "rounds"
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    kind: EndKind = EndKind.LAST_STANDING
+    target: int = 0
+    highest_wins: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The total a round starts from: ``by_players`` rows are (players, total), else ``total``."""
+
+    total: int = 0
+    by_players: tuple[tuple[int, int], ...] = ()
+
+    def for_players(self, players: int) -> int:
+        return dict(self.by_players).get(players, self.total)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    name: str
+    deck: Deck
+    hand: Hand
+    start: Start = Start()
+    limit: int = 99
+    over_limit: Limit = Limit.REFUSE
+    floor: Floor = Floor.FORBID
+    tokens: Tokens = Tokens()
+    loss_ends: LossEnds = LossEnds.ROUND  # a loss while tokens are in play
+    out_ends: LossEnds = LossEnds.NOTHING  # a loss that puts a player out in a game without tokens
+    starter: Starter = Starter.LOSER  # after ``loss_ends``; after ``out_ends`` the next player starts
+    round_resets_direction: bool = False  # each new round starts clockwise
+    thresholds: tuple[Threshold, ...] = ()
+    end: End = End()
+    turn_seconds: int = 15
+    game: str = "adding"
+    summary: str = ""
+    source: str = ""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def with_changes(self, **changes: object) -> RuleSet:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _by_players(rows: tuple[tuple[int, int], ...], players: int) -> int:
+    value = rows[0][1]
+    for fewest, v in rows:
+        if players >= fewest:
+            value = v
+    return value
+
+
+def unsupported(rules: RuleSet) -> list[str]:
+    """The parts of ``rules`` this engine cannot play yet (empty: it can play all of it)."""
+    out: list[str] = []
+    if rules.game != "adding":
+        out.append(f"game {rules.game}")
+    if rules.over_limit is not Limit.REFUSE:
+        out.append("overLimit")
+    if rules.thresholds:
+        out.append("thresholds")
+    if rules.end.kind is not EndKind.LAST_STANDING:
+        out.append("end")
+    if rules.tokens.out_when is not OutWhen.NO_TOKENS:
+        out.append("outWhen")
+    if rules.out_ends is LossEnds.PILE:
+        out.append("outEnds pile")
+    return out
