@@ -98,6 +98,10 @@ def setup(
     missing = unsupported(resolved)
     if missing:
         raise RuleError(Reason.INVALID_OPTION, option="rules", value=", ".join(missing))
+    fewest, most = resolved.players
+    if not fewest <= len(player_ids) <= most:
+        value = f"{len(player_ids)} ({resolved.name}: {fewest}-{most})"
+        raise RuleError(Reason.INVALID_OPTION, option="players", value=value)
     seats = tuple(player_ids)
     n = len(seats)
     deck_count = resolved.deck.deck_count(n)

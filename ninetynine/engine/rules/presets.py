@@ -25,6 +25,8 @@ from .ruleset import (
     Refill,
     RuleSet,
     Start,
+    Starter,
+    StockOut,
     Tokens,
 )
 
@@ -147,14 +149,194 @@ def _rules_for(o: Options, state_version: int) -> RuleSet:
         loss_ends=LossEnds.ROUND,
         out_ends=LossEnds.RESET if o.after_elimination == "reset" else LossEnds.NOTHING,
         turn_seconds=o.turn_seconds,
-        summary="구십구 제품 규칙 (spec §2-§5)" if kr else "Bicycle classic 99 (spec §3)",
+        summary="구십구 제품 규칙: 1~8, 10, ±9, ±10, 0, 조커"
+        if kr
+        else "트럼프 52장 클래식 99 (Bicycle 규칙)",
+        summary_en="The 구십구 product: 1-8, 10, ±9, ±10, 0 and jokers"
+        if kr
+        else "Classic 99 with a 52-card deck (Bicycle rules)",
         source="000 §2-§5",
     )
 
 
+# -- the presets of the source documents -------------------------------------------------------
+
+_CLASSIC_TOKENS = Tokens(((2, 3),))
+
+WIKIPEDIA = RuleSet(
+    name="wikipedia",
+    deck=french(ace(11), add("3", 3, Effect.SKIP), reverse("4"), to99("9"), plus_minus("10", 10), hold("K")),
+    hand=Hand(3),
+    tokens=_CLASSIC_TOKENS,
+    summary="위키백과 '표준' 변형: 3은 다음 사람 건너뛰기, 9는 99, 10은 ±10, K는 0",
+    summary_en="Wikipedia's 'standard' variant: 3 skips the next player, 9 sets 99, 10 is ±10, K is 0",
+    source="000 §7",
+)
+
+# 002, the standard game: 52 cards (two decks with more than 4 players), 3 cards each,
+# 5 pennies (3 with more than 4 players); the deal passes left after each hand.
+NA_STANDARD = RuleSet(
+    name="na-standard",
+    deck=french(
+        ace(11),
+        reverse("4", two_players=Effect.NONE),
+        hold("9"),
+        plus_minus("10", 10),
+        to99("K"),
+        decks=((2, 1), (5, 2)),
+    ),
+    hand=Hand(3, stock_out=StockOut.KEEP_TOP),
+    tokens=Tokens(((2, 5), (5, 3))),
+    starter=Starter.ROTATE,
+    round_resets_direction=True,
+    summary="북미식 99: 동전 5개(5명 이상 3개), 4는 방향 반대, 9는 0, 10은 ±10, K는 99",
+    summary_en="North-American 99: 5 pennies (3 with 5+ players), 4 reverses, 9 is 0, 10 is ±10, K sets 99",
+    source="002 'Ninety-Nine'",
+)
+
+
+def _na(
+    name: str, summary: str, summary_en: str, source: str, *cards: CardType, **changes: object
+) -> RuleSet:
+    """A variation of 002's standard game: ``cards`` replace the standard game's, ``changes`` its fields."""
+    base = {t.rank: t for t in NA_STANDARD.deck.cards}
+    given = {t.rank: t for t in cards}
+    types = tuple(given.get(r, base[r]) for r in base)
+    deck = Deck(
+        DeckStyle.FRENCH, types, NA_STANDARD.deck.decks_by_players, NA_STANDARD.deck.allowed_deck_counts
+    )
+    fields: dict[str, object] = {"deck": deck, "summary": summary, "summary_en": summary_en, "source": source}
+    return NA_STANDARD.with_changes(name=name, **fields, **changes)
+
+
+_V = "002 '99 Variations'"
+NA_VARIATIONS = (
+    _na(
+        "na-nickels",
+        "북미식 99, 동전 4개와 손패 5장",
+        "North-American 99 with 4 nickels and five cards each",
+        _V,
+        hand=Hand(5, stock_out=StockOut.KEEP_TOP),
+        tokens=Tokens(((2, 4),)),
+    ),
+    _na(
+        "na-seven-cards",
+        "북미식 99, 손패 7장, 99를 넘기면 바로 탈락",
+        "North-American 99 with seven cards each; going over 99 puts you out",
+        _V,
+        hand=Hand(7, stock_out=StockOut.KEEP_TOP),
+        tokens=Tokens(((2, 1),)),
+    ),
+    _na(
+        "na-corners",
+        "북미식 99, 지폐 네 귀퉁이(목숨 4)",
+        "North-American 99 with a dollar bill's four corners (4 lives)",
+        _V,
+        tokens=Tokens(((2, 4),)),
+    ),
+    _na(
+        "na-pile",
+        "북미식 99, 진 사람이 나오면 더미만 치우고 손패 그대로 0부터",
+        "North-American 99 where a loss only clears the pile: hands are kept, play goes on from zero",
+        _V,
+        hand=Hand(3),
+        loss_ends=LossEnds.PILE,
+        starter=Starter.NEXT,
+        round_resets_direction=False,
+    ),
+    _na(
+        "na-king-nine",
+        "북미식 99, K와 9를 바꿈: K는 0, 9는 99",
+        "North-American 99 with King and Nine swapped: K is 0, 9 sets 99",
+        _V,
+        hold("K"),
+        to99("9"),
+    ),
+    _na(
+        "na-four-nine",
+        "북미식 99, 4와 9를 바꿈: 9는 방향 반대, 4는 0",
+        "North-American 99 with Four and Nine swapped: 9 reverses, 4 is 0",
+        _V,
+        hold("4"),
+        reverse("9", two_players=Effect.NONE),
+    ),
+    _na(
+        "na-ten-minus",
+        "북미식 99, 10은 언제나 10을 뺌",
+        "North-American 99 where a Ten always takes 10 off",
+        _V,
+        minus("10", 10),
+    ),
+    _na(
+        "na-two-player-again",
+        "북미식 99, 두 명이면 4를 낸 사람이 한 번 더",
+        "North-American 99 where, with two players, a Four plays again",
+        _V,
+        reverse("4", two_players=Effect.PLAY_AGAIN),
+    ),
+    _na(
+        "na-1950s",
+        "1950년대 99: 동전 3개 뒤 '명예로' 한 번 더, 7은 방향 반대, 99 만드는 카드 없음",
+        "The 1950s 99: 3 pennies then 'on their honor', 7 reverses, no card sets 99",
+        "002 '99 Variations', the 1950s version",
+        reverse("7", two_players=Effect.NONE),
+        add("4", 4),
+        add("K", 10),
+        tokens=Tokens(((2, 3),), on_the_board=True),
+    ),
+)
+
+
+def _ru(name: str, summary: str, summary_en: str, *cards: CardType, **changes: object) -> RuleSet:
+    """004 part II: 2-5 players, deal 3 and draw up to 4; over 99 puts a player out."""
+    base = (
+        ace(11),
+        reverse("4"),
+        CardType("9", Kind.SET, 0, (Play(Op.SET, 0),), ESCAPE),
+        plus_minus("10", 10),
+        to99("K"),
+    )
+    given = {t.rank: t for t in cards}
+    deck = french(*(given.pop(t.rank, t) for t in base), *given.values())
+    return RuleSet(
+        name=name,
+        deck=deck,
+        hand=Hand(3, Refill.UP_TO, refill_to=4),
+        players=(2, 5),
+        out_ends=LossEnds.NOTHING,
+        summary=summary,
+        summary_en=summary_en,
+        source="004 part II",
+        **changes,  # type: ignore[arg-type]
+    )
+
+
+RU_VARIANTS = (
+    _ru(
+        "ru-99",
+        "러시아 99: 2~5명, 3장 받고 4장까지 보충, 9는 0으로",
+        "Russian 99: 2-5 players, deal 3, draw up to 4, 9 sets 0",
+    ),
+    _ru(
+        "ru-99-eight",
+        "러시아 99, 4 대신 8이 방향 반대",
+        "Russian 99 where the 8 reverses instead of the 4",
+        add("4", 4),
+        reverse("8"),
+    ),
+    _ru("ru-99-king-ten", "러시아 99, K는 10", "Russian 99 where the King is just 10", add("K", 10)),
+    _ru("ru-99-start-3", "러시아 99, 3에서 시작", "Russian 99 starting from 3", start=Start(3)),
+)
+
+
 # -- the registry ------------------------------------------------------------------------------
 
-PRESETS: dict[str, RuleSet] = {}
+PRESETS: dict[str, RuleSet] = {r.name: r for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, *RU_VARIANTS)}
+
+
+def preset_names() -> tuple[str, ...]:
+    """Every preset, the spec's two modes first."""
+    return (KR, "classic", *PRESETS)
 
 
 def preset(name: str) -> RuleSet:

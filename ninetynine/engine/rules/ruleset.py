@@ -260,9 +260,11 @@ class RuleSet:
     thresholds: tuple[Threshold, ...] = ()
     end: End = End()
     turn_seconds: int = 15
+    players: tuple[int, int] = (2, 10)  # fewest and most players
     game: str = "adding"
-    summary: str = ""
-    source: str = ""
+    summary: str = ""  # one line, Korean
+    summary_en: str = ""
+    source: str = ""  # the source document and section
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def with_changes(self, **changes: object) -> RuleSet:
