@@ -407,12 +407,13 @@ def _draw(s: GameState, player: str, rng: Rng, events: list[Event]) -> bool:
     return True
 
 
-def _next_alive(s: GameState, player: str) -> str:
+def _next_alive(s: GameState, player: str, *, clockwise: bool = False) -> str:
     seats = s.seats
     n = len(seats)
     i = seats.index(player)
+    direction = 1 if clockwise else s.direction
     for step in range(1, n + 1):
-        candidate = seats[(i + step * s.direction) % n]
+        candidate = seats[(i + step * direction) % n]
         if s.alive[candidate]:
             return candidate
     raise RuleError(Reason.INVALID_STATE, detail="no player alive")
@@ -471,8 +472,8 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
     if s.phase is Phase.FINISHED:
         return
     rules = s.rules
-    if rules.starter is Starter.ROTATE:
-        starter = _next_alive(s, s.round_starter) if s.round_starter in s.alive else _next_alive(s, player)
+    if rules.starter is Starter.ROTATE:  # the deal passes to the left: seat order, whatever the direction
+        starter = _next_alive(s, s.round_starter or player, clockwise=True)
     elif rules.starter is Starter.NEXT or not s.alive[player]:
         starter = _next_alive(s, player)
     else:

@@ -33,7 +33,10 @@ from ninetynine.engine.rules import (
     GameState,
     Options,
     Phase,
+    RuleSet,
     build_deck,
+    cards_of,
+    catalogue_of,
     seed_commitment,
     seed_rng,
     validate_state,
@@ -106,6 +109,7 @@ def make_state(
     deck_count: int | None = None,
     phase: Phase = Phase.PLAYING,
     validate: bool = True,
+    rules: RuleSet | None = None,
     **option_overrides: object,
 ) -> GameState:
     """A state as described; seats are the ``hands`` keys in order.
@@ -116,14 +120,19 @@ def make_state(
     cards named in ``discard`` are put aside. ``eliminated`` players (in elimination order)
     hold no cards. ``lives_left`` defaults to the resolved starting lives for everyone alive.
     ``option_overrides`` are :class:`Options` attributes (``lives=3``, ``floor_at_zero="clamp"``).
+    ``rules`` plays a preset (French cards, named like classic ones).
     """
-    opts = options if options is not None else Options(mode=mode)
+    opts = options if options is not None else Options(mode=CLASSIC if rules else mode)
     if option_overrides:
         opts = opts.with_changes(**option_overrides)
     seats = tuple(hands)
     n = len(seats)
-    decks = deck_count if deck_count is not None else opts.resolved_deck_count(n)
-    picker = CardPicker(build_deck(opts.mode, opts.special_counts, decks), opts.mode)
+    if rules is not None:
+        decks = deck_count if deck_count is not None else rules.deck.deck_count(n)
+        picker = CardPicker(cards_of(rules.deck, decks), CLASSIC)
+    else:
+        decks = deck_count if deck_count is not None else opts.resolved_deck_count(n)
+        picker = CardPicker(build_deck(opts.mode, opts.special_counts, decks), opts.mode)
 
     hand_ids = {p: picker.take_all(hands[p]) for p in seats}
     for p in eliminated:
@@ -136,7 +145,7 @@ def make_state(
     else:
         draw_ids = picker.rest()
 
-    start_lives = opts.resolved_lives()
+    start_lives = rules.tokens.start(n) if rules is not None else opts.resolved_lives()
     alive = {p: p not in eliminated for p in seats}
     lives = {p: (start_lives if alive[p] else 0) for p in seats}
     lives.update(lives_left or {})
@@ -146,7 +155,11 @@ def make_state(
         options=opts,
         seats=seats,
         names={},
-        hand_size=hand_size if hand_size is not None else opts.resolved_hand_size(),
+        hand_size=hand_size
+        if hand_size is not None
+        else rules.hand.size
+        if rules
+        else opts.resolved_hand_size(),
         deck_count=decks,
         start_lives=start_lives,
         hands=hand_ids,
@@ -168,6 +181,8 @@ def make_state(
         rng=seed_rng(seed),
         seed=seed,
         seed_commitment=seed_commitment(seed),
+        preset=rules,
+        round_starter=(current or seats[0]) if rules is not None else "",
     )
     if validate:
         validate_state(state)
@@ -193,9 +208,9 @@ def snapshot(state: GameState) -> str:
 
 def card_ids(state: GameState, player: str, face: str) -> list[str]:
     """The ids of ``player``'s cards with this face (or rank, in classic)."""
-    mode = state.options.mode
+    mode = CLASSIC if state.preset else state.options.mode
     wanted = _normalise(mode, face)
-    deck = {c.id: c for c in build_deck(mode, state.options.special_counts, state.deck_count)}
+    deck = catalogue_of(state.rules.deck, state.deck_count)
     return [cid for cid in state.hands[player] if _matches(mode, deck[cid], wanted)]
 
 
@@ -213,7 +228,7 @@ def play(state: GameState, player: str, face: str, **choice: object) -> Action:
 
 
 def faces(state: GameState, ids: Iterable[str]) -> list[str]:
-    deck = {c.id: c for c in build_deck(state.options.mode, state.options.special_counts, state.deck_count)}
+    deck = catalogue_of(state.rules.deck, state.deck_count)
     return [deck[cid].face for cid in ids]
 
 

@@ -32,9 +32,9 @@ from ninetynine.engine.rules import (
     Reason,
     RuleError,
     apply,
-    build_deck,
     card_choices,
     card_of,
+    cards_of,
     check_action,
     game_result,
     legal_choices,
@@ -69,7 +69,7 @@ def _all_cards(state: GameState) -> list[str]:
 
 
 def _deck(state: GameState) -> list[str]:
-    return [c.id for c in build_deck(state.options.mode, state.options.special_counts, state.deck_count)]
+    return [c.id for c in cards_of(state.rules.deck, state.deck_count)]
 
 
 def _random_legal_action(state: GameState, rnd: random.Random) -> Action:

@@ -1,0 +1,406 @@
+"""The rules of each preset, one named test per rule, each citing the passage it implements.
+
+Sources (``/work/shared/seeds``, described in ``docs/rule-sets.md``): 000 is the spec (its
+§7 lists the Wikipedia variant), 002 the survey of the North-American game and its
+variations, 004 part II the Russian adding game. Docstrings give the document, the passage
+and the rule in our words, with a short phrase of the source where it settles a reading.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from ninetynine.engine.rules import (
+    Event,
+    GameState,
+    Reason,
+    RuleError,
+    apply,
+    card_choices,
+    card_of,
+    cards_of,
+    legal_choices,
+    public_view,
+    setup,
+    timeout_action,
+)
+from ninetynine.engine.rules.presets import PRESETS, preset, preset_names
+
+from .builders import card_id, event_types, faces, make_state, play
+
+
+def _play(state: GameState, player: str, face: str, **choice: object) -> tuple[GameState, list[Event]]:
+    return apply(state, player, play(state, player, face, **choice))
+
+
+def _results(state: GameState, player: str, face: str) -> list[int]:
+    """The totals ``player``'s card of this face may make now (legal choices only)."""
+    card = card_of(state, card_id(state, player, face))
+    return sorted(c.result for c in card_choices(state, card) if c.legal)
+
+
+def _new_round(events: list[Event]) -> Event:
+    return next(e for e in events if e.type == "roundStarted")
+
+
+# -- the registry ------------------------------------------------------------------------------
+
+
+def test_every_preset_has_a_name_summaries_and_a_source() -> None:
+    """Issue 17: presets are named, each with its one-line description and source."""
+    assert preset_names()[:2] == ("kr-product", "classic")
+    for name in preset_names():
+        rules = preset(name)
+        assert rules.name == name and rules.summary and rules.summary_en and rules.source
+        assert rules.game == "adding"
+
+
+def test_an_unknown_preset_is_refused_with_invalid_option() -> None:
+    with pytest.raises(RuleError) as err:
+        preset("uno")
+    assert err.value.reason is Reason.INVALID_OPTION
+
+
+def test_a_preset_game_names_its_rules_in_the_view_and_the_start_event() -> None:
+    state, events = setup(["a", "b"], seed=1, rules=PRESETS["na-standard"])
+    assert public_view(state)["rules"] == "na-standard"
+    assert events[0].data["rules"] == "na-standard"
+    plain, _ = setup(["a", "b"], seed=1)
+    assert "rules" not in public_view(plain)
+
+
+# -- 000 §7, the Wikipedia variant ---------------------------------------------------------------
+
+WIKI = PRESETS["wikipedia"]
+
+
+def test_wikipedia_three_skips_the_next_player() -> None:
+    """000 §7 (Wikipedia 'standard'): a 3 skips the next player (it still adds 3)."""
+    s = make_state(
+        rules=WIKI, total=40, hands={"A": ["3", "2", "5"], "B": ["2", "5", "6"], "C": ["2", "5", "6"]}
+    )
+    s, events = _play(s, "A", "3")
+    assert (s.total, s.current) == (43, "C")
+    assert next(e for e in events if e.type == "turnSkipped").data == {"player": "B", "by": "A"}
+
+
+def test_wikipedia_nine_sets_99() -> None:
+    """000 §7: a 9 makes the total 99."""
+    s = make_state(rules=WIKI, total=12, hands={"A": ["9", "2", "5"], "B": ["9", "5", "6"]})
+    assert _results(s, "A", "9") == [99]
+
+
+def test_wikipedia_ten_is_plus_or_minus_ten() -> None:
+    """000 §7: a 10 is ±10."""
+    s = make_state(rules=WIKI, total=50, hands={"A": ["10", "2", "5"], "B": ["9", "5", "6"]})
+    assert _results(s, "A", "10") == [40, 60]
+
+
+def test_wikipedia_king_is_zero() -> None:
+    """000 §7: a King counts 0 (the total stays)."""
+    s = make_state(rules=WIKI, total=97, hands={"A": ["K", "5", "6"], "B": ["9", "5", "6"]})
+    assert _results(s, "A", "K") == [97]
+
+
+# -- 002, the standard North-American game ------------------------------------------------------
+
+NA = PRESETS["na-standard"]
+
+
+@pytest.mark.parametrize(("players", "cards", "pennies"), [(2, 52, 5), (4, 52, 5), (5, 104, 3), (10, 104, 3)])
+def test_na_deck_and_pennies_by_player_count(players: int, cards: int, pennies: int) -> None:
+    """002: 5 pennies each and 3 cards from a 52-card deck; 'if more than 4 people are playing use
+    2 decks and give each player just 3 pennies'."""
+    s, _ = setup([f"p{i}" for i in range(players)], seed=3, rules=NA)
+    assert len(cards_of(NA.deck, s.deck_count)) == cards
+    assert set(s.lives.values()) == {pennies}
+    assert {len(h) for h in s.hands.values()} == {3}
+
+
+def test_na_ace_is_one_or_eleven() -> None:
+    """002: an Ace adds one or eleven, at the player's choice."""
+    s = make_state(rules=NA, total=20, hands={"A": ["A", "2", "5"], "B": ["9", "5", "6"]})
+    assert _results(s, "A", "A") == [21, 31]
+
+
+def test_na_four_reverses_without_changing_the_total() -> None:
+    """002: a Four leaves the total and reverses the direction of play."""
+    s = make_state(rules=NA, total=30, hands={"A": ["4", "2"], "B": ["5", "6"], "C": ["5", "6"]})
+    s, events = _play(s, "A", "4")
+    assert (s.total, s.direction, s.current) == (30, -1, "C")
+    assert "directionChanged" in event_types(events)
+
+
+def test_na_four_with_two_players_acts_as_a_nine() -> None:
+    """002: with two players a Four has no effect on the turn order, 'just as though you had
+    played a nine'."""
+    s = make_state(rules=NA, total=30, hands={"A": ["4", "2"], "B": ["5", "6"]})
+    s, events = _play(s, "A", "4")
+    assert (s.total, s.direction, s.current) == (30, 1, "B")
+    assert "directionChanged" not in event_types(events)
+
+
+def test_na_nine_leaves_the_total() -> None:
+    """002: a Nine counts as zero and play passes on."""
+    s = make_state(rules=NA, total=95, hands={"A": ["9", "8"], "B": ["2", "6"], "C": ["2", "6"]})
+    s, _ = _play(s, "A", "9")
+    assert (s.total, s.direction, s.current) == (95, 1, "B")
+
+
+def test_na_ten_is_plus_or_minus_ten() -> None:
+    """002: a Ten increases or reduces the total by ten, at the player's choice."""
+    s = make_state(rules=NA, total=10, hands={"A": ["10", "2"], "B": ["5", "6"]})
+    assert _results(s, "A", "10") == [0, 20]
+
+
+def test_na_king_sets_99() -> None:
+    """002: a King sets the total to 99."""
+    s = make_state(rules=NA, total=10, hands={"A": ["K", "2"], "B": ["5", "6"]})
+    assert _results(s, "A", "K") == [99]
+
+
+def test_na_jack_and_queen_count_ten() -> None:
+    """002: Jacks and queens count as 10."""
+    s = make_state(rules=NA, total=10, hands={"A": ["J", "Q"], "B": ["5", "6"]})
+    assert _results(s, "A", "J") == _results(s, "A", "Q") == [20]
+
+
+def _a_loss(rules_name: str, **kw: object) -> tuple[GameState, list[Event]]:
+    """A plays an 8 on 90; B then holds only cards that go over 99 and loses at once."""
+    s = make_state(
+        rules=PRESETS[rules_name],
+        total=90,
+        hands={"A": ["8", "2", "3"], "B": ["5", "6", "8"], "C": ["A", "3", "5"]},
+        **kw,  # type: ignore[arg-type]
+    )
+    return _play(s, "A", "8")
+
+
+def test_na_a_loss_costs_a_penny_and_ends_the_hand() -> None:
+    """002: a player who cannot play without going over 99 lays down the hand; the play ends and
+    they toss one penny into the centre."""
+    s, events = _a_loss("na-standard")
+    lost = next(e for e in events if e.type == "lifeLost")
+    assert lost.data["player"] == "B" and s.lives["B"] == 4
+    assert _new_round(events).data["reason"] == "lifeLost" and s.total == 0
+    assert {len(h) for h in s.hands.values()} == {3}
+
+
+def test_na_no_pennies_left_is_out() -> None:
+    """002: 'players who have no pennies left drop out of the game'."""
+    s, events = _a_loss("na-standard", lives_left={"B": 1})
+    assert not s.alive["B"]
+    assert next(e for e in events if e.type == "eliminated").data["reason"] == "noLivesLeft"
+
+
+def test_na_the_deal_passes_left_after_each_hand() -> None:
+    """002: after each hand the deal passes to the next player to the left who is still in, so
+    the player who starts rotates (it is not the loser); each hand starts clockwise."""
+    s = make_state(
+        rules=NA,
+        total=88,
+        direction=-1,
+        current="C",
+        hands={"A": ["5", "6", "7"], "B": ["2", "3", "4"], "C": ["8", "2", "3"]},
+    )
+    assert s.round_starter == "C"
+    s, events = _play(s, "C", "8")  # counter-clockwise: B is next, plays...
+    s, events = _play(s, "B", "2")  # ... 98, too much for A's 5, 6, 7: A loses
+    assert next(e for e in events if e.type == "lifeLost").data["player"] == "A"
+    assert _new_round(events).data["starter"] == "A"  # the seat after C, clockwise
+    assert (s.current, s.direction) == ("A", 1)
+
+
+def test_na_stock_out_keeps_the_top_discard() -> None:
+    """002: when the stock runs out, the top card of the discard starts a new discard pile and the
+    rest is shuffled into a new stock; the count is unchanged."""
+    s = make_state(rules=NA, total=20, hands={"A": ["2", "3", "4"], "B": ["5", "6", "7"]}, draw=[])
+    s, events = _play(s, "A", "2")
+    assert faces(s, s.discard) == ["2♠"] and s.total == 22
+    assert any(e.type == "reshuffled" for e in events)
+    assert len(s.hands["A"]) == 3
+
+
+# -- 002, the variations -------------------------------------------------------------------------
+
+
+def test_nickels_four_coins_and_five_cards() -> None:
+    """002 variations: 'everyone start with 4 nickels and five cards dealt to each player'."""
+    s, _ = setup(["a", "b", "c", "d", "e", "f"], seed=5, rules=PRESETS["na-nickels"])
+    assert set(s.lives.values()) == {4} and {len(h) for h in s.hands.values()} == {5}
+
+
+def test_seven_cards_and_going_over_puts_you_out() -> None:
+    """002 variations: seven cards each and effectively one coin: going over 99 eliminates."""
+    s, _ = setup(["a", "b"], seed=5, rules=PRESETS["na-seven-cards"])
+    assert {len(h) for h in s.hands.values()} == {7}
+    s, _ = _a_loss("na-seven-cards")
+    assert not s.alive["B"]
+
+
+def test_corners_four_folds_and_you_are_out() -> None:
+    """002 variations: a dollar bill with a corner folded per loss; four corners folded is out."""
+    s, _ = _a_loss("na-corners")
+    assert s.lives["B"] == 3
+    s, _ = _a_loss("na-corners", lives_left={"B": 1})
+    assert not s.alive["B"]
+
+
+def test_pile_a_loss_clears_only_the_pile() -> None:
+    """002 variations: after a loss 'the pile is taken away' and the others play on with the cards
+    in their hands, from zero; the next player starts (our choice)."""
+    before = make_state(
+        rules=PRESETS["na-pile"],
+        total=90,
+        hands={"A": ["8", "2", "3"], "B": ["5", "6", "7"], "C": ["2", "3", "5"]},
+    )
+    s, events = _play(before, "A", "8")
+    assert s.lives["B"] == 4 and s.total == 0 and s.current == "C"
+    assert _new_round(events).data["reason"] == "pileCleared"
+    assert Counter(faces(s, s.hands["B"])) == Counter(faces(before, before.hands["B"]))
+    assert len(s.hands["A"]) == 3  # A drew after playing the 8
+
+
+def test_king_nine_swapped() -> None:
+    """002 variations: some interchange Nine and King: a King is worth zero and a Nine sets 99."""
+    s = make_state(rules=PRESETS["na-king-nine"], total=40, hands={"A": ["K", "9"], "B": ["5", "6"]})
+    assert (_results(s, "A", "K"), _results(s, "A", "9")) == ([40], [99])
+
+
+def test_four_nine_swapped() -> None:
+    """002 variations: some interchange Four and Nine: a Nine reverses, a Four leaves the count."""
+    s = make_state(rules=PRESETS["na-four-nine"], total=40, hands={"A": ["9", "4"], "B": ["5"], "C": ["5"]})
+    after, _ = _play(s, "A", "9")
+    assert (after.total, after.direction, after.current) == (40, -1, "C")
+    after, _ = _play(s, "A", "4")
+    assert (after.total, after.direction, after.current) == (40, 1, "B")
+
+
+def test_ten_only_subtracts() -> None:
+    """002 variations: 'a Ten always reduces the count by 10'."""
+    s = make_state(rules=PRESETS["na-ten-minus"], total=40, hands={"A": ["10", "2"], "B": ["5", "6"]})
+    assert _results(s, "A", "10") == [30]
+    low = make_state(rules=PRESETS["na-ten-minus"], total=5, hands={"A": ["10", "2"], "B": ["5", "6"]})
+    assert _results(low, "A", "10") == []
+
+
+def test_two_players_a_four_plays_again() -> None:
+    """002 variations: with only two players, 'playing a four entitles the same player to play again'."""
+    s = make_state(rules=PRESETS["na-two-player-again"], total=40, hands={"A": ["4", "2"], "B": ["5", "6"]})
+    s, events = _play(s, "A", "4")
+    assert s.current == "A" and "playAgain" in event_types(events)
+    three = make_state(
+        rules=PRESETS["na-two-player-again"], total=40, hands={"A": ["4"], "B": ["5"], "C": ["5"]}
+    )
+    three, _ = _play(three, "A", "4")
+    assert (three.current, three.direction) == ("C", -1)
+
+
+def test_1950s_three_pennies_then_on_their_honor() -> None:
+    """002, the 1950s version: three pennies; a player who lost them all plays 'on their honor' and
+    is eliminated on losing again."""
+    s, _ = _a_loss("na-1950s", lives_left={"B": 1})
+    assert s.alive["B"] and s.on_board["B"] and s.lives["B"] == 0
+    s, events = _a_loss("na-1950s", lives_left={"B": 0}, on_board=["B"])
+    assert next(e for e in events if e.type == "eliminated").data["reason"] == "lostOnTheBoard"
+    assert set(PRESETS["na-1950s"].tokens.start_by_players) == {(2, 3)}
+
+
+def test_1950s_seven_reverses_and_no_card_sets_99() -> None:
+    """002, the 1950s version: no card set the total to 99; seven reverses; ace 1/11; ten ±10; nine 0."""
+    s = make_state(
+        rules=PRESETS["na-1950s"],
+        total=40,
+        hands={"A": ["7", "K", "4", "9", "10", "A"], "B": ["5"], "C": ["5"]},
+    )
+    assert _results(s, "A", "K") == [50] and _results(s, "A", "4") == [44]
+    assert _results(s, "A", "9") == [40] and _results(s, "A", "10") == [30, 50]
+    assert _results(s, "A", "A") == [41, 51]
+    s, _ = _play(s, "A", "7")
+    assert (s.total, s.direction, s.current) == (40, -1, "C")
+
+
+# -- 004 part II ---------------------------------------------------------------------------------
+
+RU = PRESETS["ru-99"]
+
+
+def test_ru_two_to_five_players() -> None:
+    """004 part II: 2-5 players."""
+    setup(["a", "b", "c", "d", "e"], seed=1, rules=RU)
+    with pytest.raises(RuleError) as err:
+        setup(["a", "b", "c", "d", "e", "f"], seed=1, rules=RU)
+    assert err.value.reason is Reason.INVALID_OPTION
+
+
+def test_ru_deal_three_and_draw_up_to_four() -> None:
+    """004 part II: each player is dealt 3 cards and, after playing, draws up to 4."""
+    s, _ = setup(["a", "b", "c"], seed=2, rules=RU)
+    assert {len(h) for h in s.hands.values()} == {3}
+    player = s.current
+    s, _ = apply(s, player, timeout_action(s))
+    assert len(s.hands[player]) == 4
+    s2, _ = apply(s, s.current, timeout_action(s))
+    assert len(s2.hands[s.current]) == 4
+
+
+def test_ru_nine_sets_the_total_to_zero() -> None:
+    """004 part II: a 9 makes the total zero."""
+    s = make_state(rules=RU, total=95, hands={"A": ["9", "8"], "B": ["5", "6"]})
+    assert _results(s, "A", "9") == [0]
+
+
+def test_ru_card_values() -> None:
+    """004 part II: Ace 1 or 11; 4 keeps the total and reverses; 10 ±10; Jack or Queen 10; King 99."""
+    s = make_state(rules=RU, total=40, hands={"A": ["A", "4", "10", "J", "Q", "K"], "B": ["5"], "C": ["5"]})
+    assert _results(s, "A", "A") == [41, 51] and _results(s, "A", "10") == [30, 50]
+    assert _results(s, "A", "J") == _results(s, "A", "Q") == [50] and _results(s, "A", "K") == [99]
+    s, _ = _play(s, "A", "4")
+    assert (s.total, s.direction, s.current) == (40, -1, "C")
+
+
+def test_ru_going_over_99_eliminates_and_play_goes_on() -> None:
+    """004 part II: a player who takes the total over 99 loses and leaves the game; the others play
+    on at the same total (our choice)."""
+    s, events = _a_loss("ru-99")
+    assert not s.alive["B"] and (s.total, s.current) == (98, "C")
+    assert "roundStarted" not in event_types(events)
+
+
+def test_ru_eight_reverses_instead_of_four() -> None:
+    """004 part II, note: the card that reverses without changing the total is the 8, not the 4."""
+    s = make_state(rules=PRESETS["ru-99-eight"], total=40, hands={"A": ["8", "4"], "B": ["5"], "C": ["5"]})
+    assert _results(s, "A", "4") == [44] and _results(s, "A", "8") == [40]
+    s, _ = _play(s, "A", "8")
+    assert s.direction == -1
+
+
+def test_ru_king_is_ten() -> None:
+    """004 part II, note: the King has no special meaning and adds 10."""
+    s = make_state(rules=PRESETS["ru-99-king-ten"], total=40, hands={"A": ["K"], "B": ["5"]})
+    assert _results(s, "A", "K") == [50]
+
+
+def test_ru_the_first_player_starts_from_three() -> None:
+    """004 part II, note: the player who starts begins from a total of 3."""
+    s, _ = setup(["a", "b", "c"], seed=4, rules=PRESETS["ru-99-start-3"])
+    assert s.total == 3
+
+
+# -- every preset ------------------------------------------------------------------------------
+
+
+def test_the_timeout_move_of_every_preset_is_legal_and_smallest() -> None:
+    """Spec §8.5 under every preset: the automatic move is the legal play with the smallest total."""
+    for name, rules in PRESETS.items():
+        s, _ = setup(["a", "b", "c"], seed=9, rules=rules)
+        for _ in range(30):
+            if s.finished:
+                break
+            auto = timeout_action(s)
+            legal = legal_choices(s, s.current)
+            chosen = next(c for c in legal if c.action == auto)
+            assert chosen.result == min(c.result for c in legal), name
+            s, _ = apply(s, s.current, auto)
