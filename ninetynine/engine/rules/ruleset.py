@@ -8,12 +8,14 @@ tie-break. ``kr-product`` and ``classic`` are two rule sets built from the spec'
 
 Room for what comes next, so that it is added here and not as engine special cases:
 
-* ``RuleSet.game`` names the game the rule set belongs to; a registry of games
-  (:data:`.presets.GAMES`) maps it to its engine, so a trick-taking game can sit beside
-  the adding game with its own rule value.
+* ``RuleSet.game`` names the game the rule set belongs to (``adding``, the only one this
+  engine plays); a trick-taking game registers its own rule value and engine under another
+  name rather than growing this one.
 * :class:`Effect` has the turn effects of one card; an obligation such as "the next player
-  plays two" is another member, and a card that can never be played has no plays.
-* :class:`Threshold` and :class:`End` describe threshold penalties, points and special hands.
+  plays two" is another member, and a card that can never be played is a type with no plays.
+* :class:`Threshold`, :class:`End`, ``Limit.PLAY_AND_LOSE`` and ``OutWhen.CANNOT_PAY``
+  describe threshold penalties, points endings and paying tokens, for the 33/66/99 and
+  game-points versions of 002; the engine does not play them yet.
 
 A rule set is checked when a game starts (:func:`unsupported`): a value this engine does not
 play yet is refused with ``INVALID_OPTION`` rather than played as something else.
@@ -21,7 +23,7 @@ play yet is refused with ``INVALID_OPTION`` rather than played as something else
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -265,7 +267,6 @@ class RuleSet:
     summary: str = ""  # one line, Korean
     summary_en: str = ""
     source: str = ""  # the source document and section
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def with_changes(self, **changes: object) -> RuleSet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -292,6 +293,10 @@ def unsupported(rules: RuleSet) -> list[str]:
         out.append("end")
     if rules.tokens.out_when is not OutWhen.NO_TOKENS:
         out.append("outWhen")
+    if rules.tokens.per_loss != 1:
+        out.append("tokens per loss")
+    if rules.floor is Floor.NEGATIVE:
+        out.append("negative totals")
     if rules.out_ends is LossEnds.PILE:
         out.append("outEnds pile")
     return out

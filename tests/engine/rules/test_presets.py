@@ -404,3 +404,39 @@ def test_the_timeout_move_of_every_preset_is_legal_and_smallest() -> None:
             chosen = next(c for c in legal if c.action == auto)
             assert chosen.result == min(c.result for c in legal), name
             s, _ = apply(s, s.current, auto)
+
+
+def test_a_rule_set_the_engine_cannot_play_yet_is_refused() -> None:
+    """Parts of the model that are not played yet (thresholds, play-and-lose) refuse to start."""
+    from ninetynine.engine.rules.ruleset import Limit, Reach, Threshold
+
+    for changes in ({"over_limit": Limit.PLAY_AND_LOSE}, {"thresholds": (Threshold(33, Reach.EXACT),)}):
+        with pytest.raises(RuleError) as err:
+            setup(["a", "b"], seed=1, rules=NA.with_changes(**changes))
+        assert err.value.reason is Reason.INVALID_OPTION
+
+
+def test_a_card_that_halves_or_doubles_under_a_condition() -> None:
+    """002, the online version's 2: it halves an even total over 49 and doubles it otherwise
+    (played here in the standard game: the 33/66/99 penalties are not played yet)."""
+    from ninetynine.engine.rules.presets import NUMBER
+    from ninetynine.engine.rules.ruleset import CardType, Deck, Kind, Op, Play, When
+
+    two = CardType(
+        "2",
+        Kind.ADD,
+        2,
+        (Play(Op.HALVE, when=When.EVEN_OVER_49), Play(Op.DOUBLE, when=When.NOT_EVEN_OVER_49)),
+        NUMBER,
+    )
+    cards = tuple(two if t.rank == "2" else t for t in NA.deck.cards)
+    rules = NA.with_changes(
+        name="online-two", deck=Deck(NA.deck.style, cards, NA.deck.decks_by_players, (1, 2))
+    )
+    hands = {"A": ["2", "3"], "B": ["5", "6"]}
+    assert [_results(make_state(rules=rules, total=t, hands=hands), "A", "2") for t in (62, 31, 48, 51)] == [
+        [31],
+        [62],
+        [96],
+        [],
+    ]
