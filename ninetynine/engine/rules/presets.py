@@ -165,7 +165,15 @@ _CLASSIC_TOKENS = Tokens(((2, 3),))
 
 WIKIPEDIA = RuleSet(
     name="wikipedia",
-    deck=french(ace(11), add("3", 3, Effect.SKIP), reverse("4"), to99("9"), plus_minus("10", 10), hold("K")),
+    deck=french(
+        ace(11),
+        add("3", 3, Effect.SKIP),
+        reverse("4"),
+        to99("9"),
+        plus_minus("10", 10),
+        hold("K"),
+        decks=((2, 1), (7, 2)),  # classic's deckCount auto
+    ),
     hand=Hand(3),
     tokens=_CLASSIC_TOKENS,
     summary="위키백과 '표준' 변형: 3은 다음 사람 건너뛰기, 9는 99, 10은 ±10, K는 0",
