@@ -10,6 +10,7 @@ It reads only the bot's own hand and the public state.
 from __future__ import annotations
 
 from ninetynine.engine.rules import Action, Choice, GameState, Kind, card_of, legal_choices
+from ninetynine.engine.rules.game import crossed
 from ninetynine.engine.rules.ruleset import Op
 
 PLAIN = (Kind.ADD, Kind.ACE)
@@ -27,11 +28,29 @@ ESCAPE_COST = {
 UNLISTED_ESCAPE_COST = 3  # a card that sets the total (a preset's 9 to 0): spend it late
 
 
+def _token_balance(state: GameState, result: int) -> int:
+    mine = others = 0
+    for t in state.rules.thresholds:
+        if crossed(t, state.total, result):
+            if t.others_pay:
+                others += t.tokens
+            else:
+                mine += t.tokens
+    return others - 2 * mine
+
+
 def bot_action(state: GameState) -> Action:
     me = state.current
     choices = legal_choices(state, me)
     if not choices:
         raise ValueError("the current player has no legal play")
+    # Where a play over the limit is allowed (and loses), keep it for when nothing else is left.
+    limit = state.rules.limit
+    choices = [c for c in choices if c.result <= limit] or choices
+    if state.rules.thresholds:
+        # Tokens at stake: keep only the plays with the best balance (others' payments minus ours).
+        balance = max(_token_balance(state, c.result) for c in choices)
+        choices = [c for c in choices if _token_balance(state, c.result) == balance]
     plain = [c for c in choices if card_of(state, c.action.card_id).kind in PLAIN]
     if plain:
         return max(plain, key=lambda c: (c.result, c.action.card_id)).action

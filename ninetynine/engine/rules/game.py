@@ -28,10 +28,12 @@ from .ruleset import (
     LossEnds,
     Op,
     Play,
+    Reach,
     Refill,
     RuleSet,
     Starter,
     StockOut,
+    Threshold,
     When,
     unsupported,
 )
@@ -361,12 +363,20 @@ def apply(
     if len(s.history) > HISTORY_LENGTH:
         del s.history[0]
     events.append(Event("cardPlayed", {**record.to_dict(), "kind": str(card.kind), "seq": s.seq + 1}))
+    rules = s.rules
+    if (rules.thresholds or result > rules.limit) and _thresholds(s, player, before, result, rng, events):
+        s.seq += 1
+        if s.phase is Phase.PLAYING:
+            _start_turn(s, rng, events, now_ms)
+        s.rng = rng.freeze()
+        return s, events
     if effect is Effect.REVERSE:
         s.direction = -s.direction
         events.append(Event("directionChanged", {"player": player, "direction": s.direction}))
-    _refill(s, player, rng, events)
+    if s.alive[player]:  # a threshold may have cost the player their last token
+        _refill(s, player, rng, events)
     s.seq += 1
-    if effect is Effect.PLAY_AGAIN:
+    if effect is Effect.PLAY_AGAIN and s.alive[player]:
         events.append(Event("playAgain", {"player": player}))
         s.current = player
     elif effect is Effect.SKIP:
@@ -378,6 +388,51 @@ def apply(
     _start_turn(s, rng, events, now_ms)
     s.rng = rng.freeze()
     return s, events
+
+
+def crossed(t: Threshold, before: int, after: int) -> bool:
+    """Whether a play from ``before`` to ``after`` reaches or crosses ``t``."""
+    if t.reach is Reach.EXACT:
+        return after == t.at and (before < t.at or not t.from_below_only)
+    # Crossing passes the border between ``at`` and ``at + 1``.
+    up = before <= t.at < after
+    return up or (not t.from_below_only and after <= t.at < before)
+
+
+def _thresholds(s: GameState, player: str, before: int, after: int, rng: Rng, events: list[Event]) -> bool:
+    """Pay what the play from ``before`` to ``after`` costs; True if it ended the round or the game.
+
+    A total over the limit always ends the round (under ``Limit.PLAY_AND_LOSE``).
+    """
+    ends = after > s.rules.limit
+    for t in s.rules.thresholds:
+        if not crossed(t, before, after):
+            continue
+        ends = ends or t.ends_round
+        payers = (
+            [p for p in _seat_order_from(s, player) if s.alive[p] and p != player]
+            if t.others_pay
+            else [player]
+        )
+        for p in payers:
+            _pay(s, p, t.tokens, {"at": t.at, "reach": str(t.reach), "by": player}, events)
+            if s.phase is Phase.FINISHED:
+                return True
+    if ends:
+        _new_round(s, _next_alive(s, player), rng, events, everything=True, reason="thresholdEnded")
+    return ends
+
+
+def _pay(s: GameState, player: str, tokens: int, why: dict[str, object], events: list[Event]) -> None:
+    """``player`` pays ``tokens``; unable to pay in full, they are out (``OutWhen.CANNOT_PAY``)."""
+    if not s.alive[player]:  # out at an earlier border of the same play
+        return
+    if s.lives[player] < tokens:
+        _eliminate(s, player, events, reason="cannotPay")
+        return
+    s.lives[player] -= tokens
+    s.lives_lost[player] += tokens
+    events.append(Event("tokensPaid", {"player": player, "tokens": tokens, "left": s.lives[player], **why}))
 
 
 def _refill(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:

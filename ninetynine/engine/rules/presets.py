@@ -19,15 +19,20 @@ from .ruleset import (
     Floor,
     Hand,
     Kind,
+    Limit,
     LossEnds,
     Op,
+    OutWhen,
     Play,
+    Reach,
     Refill,
     RuleSet,
     Start,
     Starter,
     StockOut,
+    Threshold,
     Tokens,
+    When,
 )
 
 # §8.5 tie-break classes: no change -> number cards -> ± cards -> K/joker.
@@ -295,6 +300,54 @@ NA_VARIATIONS = (
 )
 
 
+def _online(name: str, summary: str, summary_en: str, two: tuple[Play, Play], *cards: CardType) -> RuleSet:
+    """002's online version: 9 tokens, paid at 33, 66 and 99; out when you cannot pay."""
+    thresholds = (
+        Threshold(33, Reach.EXACT, others_pay=True),
+        Threshold(66, Reach.EXACT, others_pay=True),
+        Threshold(33, Reach.CROSS),
+        Threshold(66, Reach.CROSS),
+        Threshold(99, Reach.EXACT, others_pay=True, tokens=2, ends_round=True),
+        Threshold(99, Reach.CROSS, tokens=2, ends_round=True),
+    )
+    return _na(
+        name,
+        summary,
+        summary_en,
+        "002 '99 Variations', the online version",
+        CardType("2", Kind.DOUBLE_HALVE, 2, two, NUMBER),
+        add("K", 10),
+        *cards,
+        hand=Hand(3, stock_out=StockOut.KEEP_TOP),
+        tokens=Tokens(((2, 9),), out_when=OutWhen.CANNOT_PAY),
+        over_limit=Limit.PLAY_AND_LOSE,
+        thresholds=thresholds,
+        starter=Starter.NEXT,
+        round_resets_direction=False,
+    )
+
+
+NA_ONLINE = (
+    _online(
+        "na-online",
+        "온라인 33/66/99: 토큰 9개, 33·66·99를 딱 맞히면 남들이, 넘기면 내가 토큰을 냄",
+        "Online 33/66/99: 9 tokens; make exactly 33, 66 or 99 and the others pay, cross them and you pay",
+        (Play(Op.HALVE, when=When.EVEN_OVER_49), Play(Op.DOUBLE, when=When.NOT_EVEN_OVER_49)),
+        CardType(
+            "4", Kind.ADD, 4, (Play(Op.ADD, 4, effect=Effect.REVERSE, two_players=Effect.NONE),), NUMBER
+        ),
+        add("J", 10, Effect.SKIP),
+    ),
+    _online(
+        "na-online-teaching",
+        "온라인 33/66/99 입문용: J와 4는 보통 카드, 2는 홀수면 두 배, 짝수면 반",
+        "Online 33/66/99 for beginners: J and 4 are plain, a 2 doubles an odd total and halves an even one",
+        (Play(Op.HALVE, when=When.EVEN), Play(Op.DOUBLE, when=When.ODD)),
+        add("4", 4),
+    ),
+)
+
+
 def _ru(name: str, summary: str, summary_en: str, *cards: CardType, **changes: object) -> RuleSet:
     """004 part II: 2-5 players, deal 3 and draw up to 4; over 99 puts a player out."""
     base = (
@@ -339,7 +392,9 @@ RU_VARIANTS = (
 
 # -- the registry ------------------------------------------------------------------------------
 
-PRESETS: dict[str, RuleSet] = {r.name: r for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, *RU_VARIANTS)}
+PRESETS: dict[str, RuleSet] = {
+    r.name: r for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, *NA_ONLINE, *RU_VARIANTS)
+}
 
 
 def preset_names() -> tuple[str, ...]:

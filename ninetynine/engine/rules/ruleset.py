@@ -13,9 +13,9 @@ Room for what comes next, so that it is added here and not as engine special cas
   name rather than growing this one.
 * :class:`Effect` has the turn effects of one card; an obligation such as "the next player
   plays two" is another member, and a card that can never be played is a type with no plays.
-* :class:`Threshold`, :class:`End`, ``Limit.PLAY_AND_LOSE`` and ``OutWhen.CANNOT_PAY``
-  describe threshold penalties, points endings and paying tokens, for the 33/66/99 and
-  game-points versions of 002; the engine does not play them yet.
+* :class:`Threshold`, ``Limit.PLAY_AND_LOSE`` and ``OutWhen.CANNOT_PAY`` are the tokens paid
+  at 33/66/99 in 002's online version; :class:`End` (points targets, rounds) is described for
+  the game-points version but not played yet.
 
 A rule set is checked when a game starts (:func:`unsupported`): a value this engine does not
 play yet is refused with ``INVALID_OPTION`` rather than played as something else.
@@ -40,6 +40,7 @@ class Kind(StrEnum):
     TO99 = "to99"  # classic K
     JOKER = "joker"  # kr joker
     SET = "set"  # sets the total to its value (004 part II's 9 sets 0)
+    DOUBLE_HALVE = "doubleHalve"  # doubles or halves the total, depending on it (002's online 2)
 
 
 class Effect(StrEnum):
@@ -211,7 +212,7 @@ class Reach(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Threshold:
-    """A token change for reaching or crossing a total (not played by this engine yet)."""
+    """Tokens paid for reaching or crossing a total; crossing passes the border ``at``:``at + 1``."""
 
     at: int
     reach: Reach
@@ -285,14 +286,12 @@ def unsupported(rules: RuleSet) -> list[str]:
     out: list[str] = []
     if rules.game != "adding":
         out.append(f"game {rules.game}")
-    if rules.over_limit is not Limit.REFUSE:
-        out.append("overLimit")
-    if rules.thresholds:
-        out.append("thresholds")
     if rules.end.kind is not EndKind.LAST_STANDING:
         out.append("end")
-    if rules.tokens.out_when is not OutWhen.NO_TOKENS:
-        out.append("outWhen")
+    if rules.thresholds and rules.tokens.out_when is not OutWhen.CANNOT_PAY:
+        out.append("thresholds without outWhen cannotPay")
+    if rules.over_limit is Limit.PLAY_AND_LOSE and not rules.thresholds:
+        out.append("overLimit playAndLose without thresholds")
     if rules.tokens.per_loss != 1:
         out.append("tokens per loss")
     if rules.floor is Floor.NEGATIVE:

@@ -16,6 +16,7 @@ from .errors import Reason, RuleError
 from .game import has_legal_play
 from .options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
 from .rng import MASK64, seed_commitment
+from .ruleset import Limit
 from .state import SUPPORTED_STATE_VERSIONS, GameState, Phase
 
 # The latest turn start (ms since epoch) whose deadline, after the longest turn, is still a
@@ -61,14 +62,19 @@ def validate_state(s: GameState) -> None:
     cat = catalogue_of(rules.deck, s.deck_count)
     if not _holds_each_card_once(s, cat.keys()):
         _explain_bad_cards(s, cat.keys())
-    if not 0 <= s.total <= 99:
+    # A game ended by a play over the limit (Limit.PLAY_AND_LOSE) keeps that play's total.
+    over_at_end = (
+        s.phase is Phase.FINISHED and rules.over_limit is Limit.PLAY_AND_LOSE and s.total > rules.limit
+    )
+    if not 0 <= s.total <= 99 and not over_at_end:
         raise _bad(f"total {s.total} out of 0..99")
     if s.direction not in (1, -1):
         raise _bad(f"direction {s.direction}")
     if not 1 <= s.hand_size <= 10:
         raise _bad(f"handSize {s.hand_size}")
     start_lives = s.start_lives
-    if start_lives < 0 or start_lives > 5:
+    most_lives = max(5, *(n for _, n in rules.tokens.start_by_players))
+    if start_lives < 0 or start_lives > most_lives:
         raise _bad(f"lives {start_lives}")
     lives, alive, on_board, hands = s.lives, s.alive, s.on_board, s.hands
     eliminated = set()

@@ -440,3 +440,97 @@ def test_a_card_that_halves_or_doubles_under_a_condition() -> None:
         [96],
         [],
     ]
+
+
+# -- 002, the online 33/66/99 version ------------------------------------------------------------
+
+ONLINE = PRESETS["na-online"]
+
+
+def _online(total: int, a: list[str], **kw: object) -> GameState:
+    hands = {"A": a, "B": ["2", "3", "5"], "C": ["2", "3", "5"]}
+    return make_state(rules=ONLINE, total=total, hands=hands, **kw)  # type: ignore[arg-type]
+
+
+def test_online_nine_tokens_each() -> None:
+    """002, online version: everyone starts the game with 9 tokens."""
+    s, _ = setup(["a", "b", "c"], seed=1, rules=ONLINE)
+    assert set(s.lives.values()) == {9}
+
+
+def test_online_exactly_33_from_below_costs_everyone_else_a_token() -> None:
+    """002, online version: making the total exactly 33 or 66 costs everyone else a penny, only
+    when approached from below ('playing a 4 on 29 makes everyone else lose a penny')."""
+    s, events = _play(_online(29, ["4", "6"]), "A", "4")
+    assert (s.lives["A"], s.lives["B"], s.lives["C"]) == (9, 8, 8)
+    assert [e.data["player"] for e in events if e.type == "tokensPaid"] == ["B", "C"]
+    s, _ = _play(_online(43, ["10", "6"]), "A", "10", sign="-")
+    assert set(s.lives.values()) == {9}
+
+
+def test_online_crossing_33_upwards_costs_you_a_token() -> None:
+    """002, online version: crossing 33 or 66 upwards costs the player a penny ('playing a 2 on 31
+    increases it to 62 and costs you a penny'); coming down costs nothing."""
+    s, _ = _play(_online(31, ["2", "6"]), "A", "2")
+    assert s.total == 62 and s.lives["A"] == 8 and s.lives["B"] == 9
+    s, _ = _play(_online(62, ["2", "6"]), "A", "2")
+    assert s.total == 31 and set(s.lives.values()) == {9}
+
+
+def test_online_exactly_99_costs_everyone_else_two_and_ends_the_round() -> None:
+    """002, online version: making exactly 99 costs everyone else two pennies and ends the round."""
+    s, events = _play(_online(90, ["9", "6"]), "A", "9")
+    assert s.total == 90  # the 9 leaves the total: nothing paid
+    s, events = _play(_online(93, ["6", "5"]), "A", "6")
+    assert (s.lives["A"], s.lives["B"], s.lives["C"]) == (9, 7, 7)
+    assert _new_round(events).data["reason"] == "thresholdEnded" and s.total == 0
+
+
+def test_online_over_99_may_be_played_and_costs_you_two() -> None:
+    """002, online version: a player who makes the total more than 99 loses two pennies and the
+    round ends."""
+    s = _online(95, ["8", "6"])
+    assert _results(s, "A", "8") == [103]
+    s, events = _play(s, "A", "8")
+    assert s.lives["A"] == 7 and s.total == 0 and _new_round(events).data["starter"] == "B"
+
+
+def test_online_out_when_you_cannot_pay() -> None:
+    """002, online version: you may stay in with no pennies, but having to pay one you do not have
+    eliminates you."""
+    s, _ = _play(_online(31, ["2", "6"], lives_left={"A": 0}), "A", "2")
+    assert not s.alive["A"] and s.current == "B"
+    s, _ = _play(_online(29, ["4", "6"], lives_left={"B": 0}), "A", "4")
+    assert s.alive["B"] is False and s.lives["C"] == 8
+
+
+def test_online_jack_skips_and_four_reverses_with_more_than_two() -> None:
+    """002, online version: a Jack adds 10 and skips the next player; a four adds 4 and reverses if
+    there are more than 2 players."""
+    s, _ = _play(_online(10, ["J", "4"]), "A", "J")
+    assert (s.total, s.current) == (20, "C")
+    s, _ = _play(_online(10, ["J", "4"]), "A", "4")
+    assert (s.total, s.direction, s.current) == (14, -1, "C")
+    two = make_state(rules=ONLINE, total=10, hands={"A": ["4", "6"], "B": ["2", "3"]})
+    two, _ = _play(two, "A", "4")
+    assert (two.total, two.direction, two.current) == (14, 1, "B")
+
+
+def test_online_two_halves_an_even_total_over_49_and_doubles_otherwise() -> None:
+    """002, online version: a 2 divides an even total over 49 by 2 and otherwise doubles it."""
+    hands = {"A": ["2", "3"], "B": ["5", "6"]}
+    got = [_results(make_state(rules=ONLINE, total=t, hands=hands), "A", "2") for t in (62, 51, 48, 20)]
+    assert got == [[31], [102], [96], [40]]
+
+
+def test_online_teaching_plain_jack_and_four_and_a_simpler_two() -> None:
+    """002, the teaching simplification: Jacks and fours have no special abilities; a 2 doubles an odd
+    total and halves an even one."""
+    rules = PRESETS["na-online-teaching"]
+    hands = {"A": ["2", "J", "4"], "B": ["5", "6"], "C": ["5", "6"]}
+    assert [_results(make_state(rules=rules, total=t, hands=hands), "A", "2") for t in (20, 21)] == [
+        [10],
+        [42],
+    ]
+    s, _ = _play(make_state(rules=rules, total=10, hands=hands), "A", "J")
+    assert (s.total, s.current) == (20, "B")
