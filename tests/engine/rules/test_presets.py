@@ -407,7 +407,8 @@ def test_the_timeout_move_of_every_preset_is_legal_and_smallest() -> None:
 
 
 def test_a_rule_set_the_engine_cannot_play_yet_is_refused() -> None:
-    """Parts of the model that are not played yet (thresholds, play-and-lose) refuse to start."""
+    """A rule set the engine cannot play as given refuses to start: play-and-lose without any
+    threshold to pay, or thresholds without being out when a player cannot pay."""
     from ninetynine.engine.rules.ruleset import Limit, Reach, Threshold
 
     for changes in ({"over_limit": Limit.PLAY_AND_LOSE}, {"thresholds": (Threshold(33, Reach.EXACT),)}):
