@@ -1,8 +1,9 @@
-"""The client-frame definitions of the JSON Schema are what the descriptors give.
+"""The JSON Schema is what the descriptors give, every definition of it.
 
-``scripts/gen_schema.py`` builds them from ``ClientMessage`` and the ``.proto`` options; these tests
-fail when the committed schema drifts from the descriptors (a field, bound or enum value changed
-in a ``.proto`` without regenerating), and show the definitions really come from the descriptors.
+``scripts/gen_schema.py`` builds the whole file from ``ClientMessage``, ``ServerMessage`` and the
+``.proto`` options; these tests fail when the committed schema drifts from the descriptors (a
+field, bound, rule or enum value changed in a ``.proto`` without regenerating), and show the
+definitions really come from the descriptors.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from ninetynine.common.codec import enum_json
-from ninetynine.engine.v1 import game_pb2
+from ninetynine.common.v1 import json_options_pb2 as jo
+from ninetynine.engine.v1 import events_pb2, game_pb2
 from ninetynine.gateway.protocol import SCHEMA_PATH
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
@@ -42,13 +44,22 @@ def test_committed_schema_is_up_to_date() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_a_spoiled_client_definition_is_rebuilt_from_the_descriptors() -> None:
+def test_every_definition_is_rebuilt_from_the_descriptors() -> None:
     committed: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    spoiled = json.loads(json.dumps(committed))
-    spoiled["$defs"]["play"] = {"type": "object"}
-    spoiled["$defs"]["Action"]["properties"]["sign"] = {"enum": ["plus"]}
-    del spoiled["$defs"]["joinRoom"]
-    assert json.loads(_generator().render(spoiled)) == committed
+    generated = json.loads(_generator().render())
+    assert generated == committed
+
+
+def test_a_server_field_option_changes_its_definition() -> None:
+    field = events_pb2.Eliminated.DESCRIPTOR.fields_by_name["remaining"]
+    bounds = field.GetOptions().Extensions[jo.json].bounds
+    defs = _generator().generated()["$defs"]
+    assert defs["ev_eliminated"]["properties"]["remaining"] == {
+        "type": "integer",
+        "minimum": bounds.minimum,
+        "maximum": bounds.maximum,
+    }
+    assert "remaining" in defs["ev_eliminated"]["required"]
 
 
 def test_every_client_type_and_enum_name_comes_from_the_descriptors() -> None:

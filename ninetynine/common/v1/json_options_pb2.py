@@ -25,23 +25,25 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'ninetynine/common/v1/json_options.proto\x12\x14ninetynine.common.v1\x1a google/protobuf/descriptor.proto\"\xf9\x01\n\nJsonBounds\x12\x14\n\x07minimum\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x14\n\x07maximum\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nmin_length\x18\x03 \x01(\rH\x02\x88\x01\x01\x12\x17\n\nmax_length\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x0f\n\x07pattern\x18\x05 \x01(\t\x12\x16\n\tmax_items\x18\x06 \x01(\rH\x04\x88\x01\x01\x12\x0b\n\x03ref\x18\x07 \x01(\t\x12\x13\n\x0bone_of_json\x18\x08 \x03(\tB\n\n\x08_minimumB\n\n\x08_maximumB\r\n\x0b_min_lengthB\r\n\x0b_max_lengthB\x0c\n\n_max_items\"\xf9\x02\n\tJsonField\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04omit\x18\x02 \x01(\x08\x12\x34\n\x08presence\x18\x03 \x01(\x0e\x32\".ninetynine.common.v1.JsonPresence\x12\x10\n\x08\x66\x61llback\x18\x04 \x01(\t\x12\x0e\n\x06inline\x18\x05 \x01(\x08\x12\x11\n\tas_string\x18\x06 \x01(\x08\x12\x0c\n\x04when\x18\x07 \x01(\t\x12\x0e\n\x06\x61s_map\x18\x08 \x01(\x08\x12\r\n\x05group\x18\t \x01(\t\x12\x12\n\nunset_json\x18\n \x01(\t\x12\x12\n\nbool_names\x18\x0b \x03(\t\x12\x13\n\x0b\x63\x61mel_value\x18\x0c \x01(\x08\x12\x0c\n\x04into\x18\r \x01(\t\x12\x14\n\x0cmissing_json\x18\x0e \x01(\t\x12\x10\n\x08required\x18\x0f \x01(\x08\x12\x30\n\x06\x62ounds\x18\x10 \x01(\x0b\x32 .ninetynine.common.v1.JsonBounds\x12\x13\n\x0b\x64\x65scription\x18\x11 \x01(\t\"\x80\x01\n\x0bJsonMessage\x12\r\n\x05order\x18\x01 \x03(\t\x12\x12\n\nprojection\x18\x02 \x01(\t\x12\x13\n\x0bschema_name\x18\x03 \x01(\t\x12\x0c\n\x04memo\x18\x04 \x01(\r\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x16\n\x0eshared_without\x18\x06 \x03(\t\"\x1d\n\tJsonOneof\x12\x10\n\x08type_key\x18\x01 \x01(\t\"=\n\rJsonEnumValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06number\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\t\n\x07_number*l\n\x0cJsonPresence\x12\x1d\n\x19JSON_PRESENCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16JSON_PRESENCE_WHEN_SET\x10\x01\x12!\n\x1dJSON_PRESENCE_NULL_WHEN_UNSET\x10\x02:N\n\x04json\x12\x1d.google.protobuf.FieldOptions\x18\xaf\x8e\x03 \x01(\x0b\x32\x1f.ninetynine.common.v1.JsonField:Z\n\x0cjson_message\x12\x1f.google.protobuf.MessageOptions\x18\xb0\x8e\x03 \x01(\x0b\x32!.ninetynine.common.v1.JsonMessage:T\n\njson_oneof\x12\x1d.google.protobuf.OneofOptions\x18\xb1\x8e\x03 \x01(\x0b\x32\x1f.ninetynine.common.v1.JsonOneof:\\\n\njson_value\x12!.google.protobuf.EnumValueOptions\x18\xb2\x8e\x03 \x01(\x0b\x32#.ninetynine.common.v1.JsonEnumValueb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'ninetynine/common/v1/json_options.proto\x12\x14ninetynine.common.v1\x1a google/protobuf/descriptor.proto\"\xe0\x02\n\nJsonBounds\x12\x14\n\x07minimum\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x14\n\x07maximum\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nmin_length\x18\x03 \x01(\rH\x02\x88\x01\x01\x12\x17\n\nmax_length\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x0f\n\x07pattern\x18\x05 \x01(\t\x12\x16\n\tmax_items\x18\x06 \x01(\rH\x04\x88\x01\x01\x12\x0b\n\x03ref\x18\x07 \x01(\t\x12\x13\n\x0bone_of_json\x18\x08 \x03(\t\x12\x16\n\tmin_items\x18\t \x01(\rH\x05\x88\x01\x01\x12\x1b\n\x0emax_properties\x18\n \x01(\rH\x06\x88\x01\x01\x12\x0f\n\x07only_in\x18\x0b \x01(\tB\n\n\x08_minimumB\n\n\x08_maximumB\r\n\x0b_min_lengthB\r\n\x0b_max_lengthB\x0c\n\n_max_itemsB\x0c\n\n_min_itemsB\x11\n\x0f_max_properties\"\x89\x03\n\tJsonField\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04omit\x18\x02 \x01(\x08\x12\x34\n\x08presence\x18\x03 \x01(\x0e\x32\".ninetynine.common.v1.JsonPresence\x12\x10\n\x08\x66\x61llback\x18\x04 \x01(\t\x12\x0e\n\x06inline\x18\x05 \x01(\x08\x12\x11\n\tas_string\x18\x06 \x01(\x08\x12\x0c\n\x04when\x18\x07 \x01(\t\x12\x0e\n\x06\x61s_map\x18\x08 \x01(\x08\x12\r\n\x05group\x18\t \x01(\t\x12\x12\n\nunset_json\x18\n \x01(\t\x12\x12\n\nbool_names\x18\x0b \x03(\t\x12\x13\n\x0b\x63\x61mel_value\x18\x0c \x01(\x08\x12\x0c\n\x04into\x18\r \x01(\t\x12\x14\n\x0cmissing_json\x18\x0e \x01(\t\x12\x10\n\x08required\x18\x0f \x01(\x08\x12\x30\n\x06\x62ounds\x18\x10 \x01(\x0b\x32 .ninetynine.common.v1.JsonBounds\x12\x13\n\x0b\x64\x65scription\x18\x11 \x01(\t\x12\x0e\n\x06pushed\x18\x12 \x01(\x08\"\x95\x01\n\x0bJsonMessage\x12\r\n\x05order\x18\x01 \x03(\t\x12\x12\n\nprojection\x18\x02 \x01(\t\x12\x13\n\x0bschema_name\x18\x03 \x01(\t\x12\x0c\n\x04memo\x18\x04 \x01(\r\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x16\n\x0eshared_without\x18\x06 \x03(\t\x12\x13\n\x0bschema_json\x18\x07 \x01(\t\"4\n\tJsonOneof\x12\x10\n\x08type_key\x18\x01 \x01(\t\x12\x15\n\rschema_prefix\x18\x02 \x01(\t\"=\n\rJsonEnumValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06number\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\t\n\x07_number\"\x81\x01\n\x07JsonDef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x30\n\x06\x62ounds\x18\x04 \x01(\x0b\x32 .ninetynine.common.v1.JsonBounds\x12\x13\n\x0bschema_json\x18\x05 \x01(\t*l\n\x0cJsonPresence\x12\x1d\n\x19JSON_PRESENCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16JSON_PRESENCE_WHEN_SET\x10\x01\x12!\n\x1dJSON_PRESENCE_NULL_WHEN_UNSET\x10\x02:O\n\x08json_def\x12\x1c.google.protobuf.FileOptions\x18\xb3\x8e\x03 \x03(\x0b\x32\x1d.ninetynine.common.v1.JsonDef:N\n\x04json\x12\x1d.google.protobuf.FieldOptions\x18\xaf\x8e\x03 \x01(\x0b\x32\x1f.ninetynine.common.v1.JsonField:Z\n\x0cjson_message\x12\x1f.google.protobuf.MessageOptions\x18\xb0\x8e\x03 \x01(\x0b\x32!.ninetynine.common.v1.JsonMessage:T\n\njson_oneof\x12\x1d.google.protobuf.OneofOptions\x18\xb1\x8e\x03 \x01(\x0b\x32\x1f.ninetynine.common.v1.JsonOneof:\\\n\njson_value\x12!.google.protobuf.EnumValueOptions\x18\xb2\x8e\x03 \x01(\x0b\x32#.ninetynine.common.v1.JsonEnumValueb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ninetynine.common.v1.json_options_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JSONPRESENCE']._serialized_start=956
-  _globals['_JSONPRESENCE']._serialized_end=1064
+  _globals['_JSONPRESENCE']._serialized_start=1251
+  _globals['_JSONPRESENCE']._serialized_end=1359
   _globals['_JSONBOUNDS']._serialized_start=100
-  _globals['_JSONBOUNDS']._serialized_end=349
-  _globals['_JSONFIELD']._serialized_start=352
-  _globals['_JSONFIELD']._serialized_end=729
-  _globals['_JSONMESSAGE']._serialized_start=732
-  _globals['_JSONMESSAGE']._serialized_end=860
-  _globals['_JSONONEOF']._serialized_start=862
-  _globals['_JSONONEOF']._serialized_end=891
-  _globals['_JSONENUMVALUE']._serialized_start=893
-  _globals['_JSONENUMVALUE']._serialized_end=954
+  _globals['_JSONBOUNDS']._serialized_end=452
+  _globals['_JSONFIELD']._serialized_start=455
+  _globals['_JSONFIELD']._serialized_end=848
+  _globals['_JSONMESSAGE']._serialized_start=851
+  _globals['_JSONMESSAGE']._serialized_end=1000
+  _globals['_JSONONEOF']._serialized_start=1002
+  _globals['_JSONONEOF']._serialized_end=1054
+  _globals['_JSONENUMVALUE']._serialized_start=1056
+  _globals['_JSONENUMVALUE']._serialized_end=1117
+  _globals['_JSONDEF']._serialized_start=1120
+  _globals['_JSONDEF']._serialized_end=1249
 # @@protoc_insertion_point(module_scope)

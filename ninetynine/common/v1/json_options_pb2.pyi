@@ -69,6 +69,9 @@ class JsonBounds(_message.Message):
     MAX_ITEMS_FIELD_NUMBER: _builtins.int
     REF_FIELD_NUMBER: _builtins.int
     ONE_OF_JSON_FIELD_NUMBER: _builtins.int
+    MIN_ITEMS_FIELD_NUMBER: _builtins.int
+    MAX_PROPERTIES_FIELD_NUMBER: _builtins.int
+    ONLY_IN_FIELD_NUMBER: _builtins.int
     minimum: _builtins.int
     maximum: _builtins.int
     min_length: _builtins.int
@@ -77,6 +80,11 @@ class JsonBounds(_message.Message):
     max_items: _builtins.int
     ref: _builtins.str
     """The schema `$ref` (a `$defs` name) the value is, instead of one built from the field."""
+    min_items: _builtins.int
+    max_properties: _builtins.int
+    """Objects (a message, a map): at most this many keys."""
+    only_in: _builtins.str
+    """With `into`: the oneof member of the sibling's message whose object may hold the key."""
     @_builtins.property
     def one_of_json(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The only values allowed (JSON literals), in order."""
@@ -92,17 +100,24 @@ class JsonBounds(_message.Message):
         max_items: _builtins.int | None = ...,
         ref: _builtins.str = ...,
         one_of_json: _abc.Iterable[_builtins.str] | None = ...,
+        min_items: _builtins.int | None = ...,
+        max_properties: _builtins.int | None = ...,
+        only_in: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_items", b"_max_items", "_max_length", b"_max_length", "_maximum", b"_maximum", "_min_length", b"_min_length", "_minimum", b"_minimum", "max_items", b"max_items", "max_length", b"max_length", "maximum", b"maximum", "min_length", b"min_length", "minimum", b"minimum"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_items", b"_max_items", "_max_length", b"_max_length", "_max_properties", b"_max_properties", "_maximum", b"_maximum", "_min_items", b"_min_items", "_min_length", b"_min_length", "_minimum", b"_minimum", "max_items", b"max_items", "max_length", b"max_length", "max_properties", b"max_properties", "maximum", b"maximum", "min_items", b"min_items", "min_length", b"min_length", "minimum", b"minimum"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_items", b"_max_items", "_max_length", b"_max_length", "_maximum", b"_maximum", "_min_length", b"_min_length", "_minimum", b"_minimum", "max_items", b"max_items", "max_length", b"max_length", "maximum", b"maximum", "min_length", b"min_length", "minimum", b"minimum", "one_of_json", b"one_of_json", "pattern", b"pattern", "ref", b"ref"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_items", b"_max_items", "_max_length", b"_max_length", "_max_properties", b"_max_properties", "_maximum", b"_maximum", "_min_items", b"_min_items", "_min_length", b"_min_length", "_minimum", b"_minimum", "max_items", b"max_items", "max_length", b"max_length", "max_properties", b"max_properties", "maximum", b"maximum", "min_items", b"min_items", "min_length", b"min_length", "minimum", b"minimum", "one_of_json", b"one_of_json", "only_in", b"only_in", "pattern", b"pattern", "ref", b"ref"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__max_items: _TypeAlias = _typing.Literal["max_items"]  # noqa: Y015
     _WhichOneofArgType__max_items: _TypeAlias = _typing.Literal["_max_items", b"_max_items"]  # noqa: Y015
     _WhichOneofReturnType__max_length: _TypeAlias = _typing.Literal["max_length"]  # noqa: Y015
     _WhichOneofArgType__max_length: _TypeAlias = _typing.Literal["_max_length", b"_max_length"]  # noqa: Y015
+    _WhichOneofReturnType__max_properties: _TypeAlias = _typing.Literal["max_properties"]  # noqa: Y015
+    _WhichOneofArgType__max_properties: _TypeAlias = _typing.Literal["_max_properties", b"_max_properties"]  # noqa: Y015
     _WhichOneofReturnType__maximum: _TypeAlias = _typing.Literal["maximum"]  # noqa: Y015
     _WhichOneofArgType__maximum: _TypeAlias = _typing.Literal["_maximum", b"_maximum"]  # noqa: Y015
+    _WhichOneofReturnType__min_items: _TypeAlias = _typing.Literal["min_items"]  # noqa: Y015
+    _WhichOneofArgType__min_items: _TypeAlias = _typing.Literal["_min_items", b"_min_items"]  # noqa: Y015
     _WhichOneofReturnType__min_length: _TypeAlias = _typing.Literal["min_length"]  # noqa: Y015
     _WhichOneofArgType__min_length: _TypeAlias = _typing.Literal["_min_length", b"_min_length"]  # noqa: Y015
     _WhichOneofReturnType__minimum: _TypeAlias = _typing.Literal["minimum"]  # noqa: Y015
@@ -112,7 +127,11 @@ class JsonBounds(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_length) -> _WhichOneofReturnType__max_length | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_properties) -> _WhichOneofReturnType__max_properties | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__maximum) -> _WhichOneofReturnType__maximum | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__min_items) -> _WhichOneofReturnType__min_items | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__min_length) -> _WhichOneofReturnType__min_length | None: ...
     @_typing.overload
@@ -143,6 +162,7 @@ class JsonField(_message.Message):
     REQUIRED_FIELD_NUMBER: _builtins.int
     BOUNDS_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
+    PUSHED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The key, when not the lowerCamel name."""
     omit: _builtins.bool
@@ -180,6 +200,10 @@ class JsonField(_message.Message):
     """The key is required in client frames."""
     description: _builtins.str
     """The JSON Schema `description` of the value."""
+    pushed: _builtins.bool
+    """A oneof member sent only as a push: its object carries none of the shared keys (the
+    request id) the oneof's other members may.
+    """
     @_builtins.property
     def bool_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """A bool written as these two strings (true first)."""
@@ -206,10 +230,11 @@ class JsonField(_message.Message):
         required: _builtins.bool = ...,
         bounds: Global___JsonBounds | None = ...,
         description: _builtins.str = ...,
+        pushed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["bounds", b"bounds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_map", b"as_map", "as_string", b"as_string", "bool_names", b"bool_names", "bounds", b"bounds", "camel_value", b"camel_value", "description", b"description", "fallback", b"fallback", "group", b"group", "inline", b"inline", "into", b"into", "missing_json", b"missing_json", "name", b"name", "omit", b"omit", "presence", b"presence", "required", b"required", "unset_json", b"unset_json", "when", b"when"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_map", b"as_map", "as_string", b"as_string", "bool_names", b"bool_names", "bounds", b"bounds", "camel_value", b"camel_value", "description", b"description", "fallback", b"fallback", "group", b"group", "inline", b"inline", "into", b"into", "missing_json", b"missing_json", "name", b"name", "omit", b"omit", "presence", b"presence", "pushed", b"pushed", "required", b"required", "unset_json", b"unset_json", "when", b"when"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -227,6 +252,7 @@ class JsonMessage(_message.Message):
     MEMO_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     SHARED_WITHOUT_FIELD_NUMBER: _builtins.int
+    SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     projection: _builtins.str
     """The object is not built from the fields: a function registered under this name with the
     codec builds it (a projection of several fields that no field option describes).
@@ -239,6 +265,11 @@ class JsonMessage(_message.Message):
     """
     description: _builtins.str
     """The JSON Schema `description` of the object."""
+    schema_json: _builtins.str
+    """A JSON Schema fragment (a JSON object) for what no option describes: with `projection`, the
+    object's whole schema; else keywords added to the schema built from the fields (a rule
+    between the values of two keys).
+    """
     @_builtins.property
     def order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The keys written, in this order, as field names; "field.sub" lifts a sub-message's field
@@ -261,10 +292,11 @@ class JsonMessage(_message.Message):
         memo: _builtins.int = ...,
         description: _builtins.str = ...,
         shared_without: _abc.Iterable[_builtins.str] | None = ...,
+        schema_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "memo", b"memo", "order", b"order", "projection", b"projection", "schema_name", b"schema_name", "shared_without", b"shared_without"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "memo", b"memo", "order", b"order", "projection", b"projection", "schema_json", b"schema_json", "schema_name", b"schema_name", "shared_without", b"shared_without"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -277,16 +309,20 @@ class JsonOneof(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TYPE_KEY_FIELD_NUMBER: _builtins.int
+    SCHEMA_PREFIX_FIELD_NUMBER: _builtins.int
     type_key: _builtins.str
     """The discriminator key ("type"); its value is the member field's lowerCamel name."""
+    schema_prefix: _builtins.str
+    """The prefix of the JSON Schema `$defs` name of each member's object (the member's key)."""
     def __init__(
         self,
         *,
         type_key: _builtins.str = ...,
+        schema_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["type_key", b"type_key"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["schema_prefix", b"schema_prefix", "type_key", b"type_key"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -320,10 +356,50 @@ class JsonEnumValue(_message.Message):
 
 Global___JsonEnumValue: _TypeAlias = JsonEnumValue  # noqa: Y015
 
+@_typing.final
+class JsonDef(_message.Message):
+    """A named value of the JSON Schema (`$defs`), which fields refer to with `bounds.ref`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    BOUNDS_FIELD_NUMBER: _builtins.int
+    SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    description: _builtins.str
+    type: _builtins.str
+    """"string" or "integer"."""
+    schema_json: _builtins.str
+    """The whole schema, as JSON text, when bounds cannot say it (one of two types; an object
+    built by a projection).
+    """
+    @_builtins.property
+    def bounds(self) -> Global___JsonBounds: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        type: _builtins.str = ...,
+        bounds: Global___JsonBounds | None = ...,
+        schema_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bounds", b"bounds"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bounds", b"bounds", "description", b"description", "name", b"name", "schema_json", b"schema_json", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JsonDef: _TypeAlias = JsonDef  # noqa: Y015
+
+JSON_DEF_FIELD_NUMBER: _builtins.int
 JSON_FIELD_NUMBER: _builtins.int
 JSON_MESSAGE_FIELD_NUMBER: _builtins.int
 JSON_ONEOF_FIELD_NUMBER: _builtins.int
 JSON_VALUE_FIELD_NUMBER: _builtins.int
+json_def: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.FileOptions, _containers.RepeatedCompositeFieldContainer[Global___JsonDef]]
 json: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.FieldOptions, Global___JsonField]
 json_message: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.MessageOptions, Global___JsonMessage]
 json_oneof: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.OneofOptions, Global___JsonOneof]

@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from ninetynine.common.v1 import json_options_pb2 as ninetynine_dot_common_dot_v1_dot_json__options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/game.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\"\xb0\x07\n\x07Options\x12\x37\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.ninetynine.engine.v1.ModeB\r\xfa\xf2\x18\t\x82\x01\x06:\x04Mode\x12\x38\n\thand_size\x18\x02 \x01(\rB \xfa\xf2\x18\x1cR\x06\"auto\"\x82\x01\x11\x42\x06\"auto\"B\x01\x33\x42\x01\x34\x42\x01\x35H\x00\x88\x01\x01\x12\x35\n\x0bstart_total\x18\x03 \x01(\x0e\x32 .ninetynine.engine.v1.StartTotal\x12(\n\x06refill\x18\x04 \x01(\x08\x42\x13\xfa\xf2\x18\x0fR\x04\"on\"Z\x02onZ\x03offH\x01\x88\x01\x01\x12:\n\x05lives\x18\x05 \x01(\rB&\xfa\xf2\x18\"R\x06\"auto\"\x82\x01\x17\x42\x06\"auto\"B\x01\x30\x42\x01\x31\x42\x01\x32\x42\x01\x33\x42\x01\x35H\x02\x88\x01\x01\x12/\n\x0con_the_board\x18\x06 \x01(\x08\x42\x14\xfa\xf2\x18\x10R\x05\"off\"Z\x02onZ\x03offH\x03\x88\x01\x01\x12\x41\n\x11\x61\x66ter_elimination\x18\x07 \x01(\x0e\x32&.ninetynine.engine.v1.AfterElimination\x12\x38\n\rfloor_at_zero\x18\x08 \x01(\x0e\x32!.ninetynine.engine.v1.FloorAtZero\x12\x36\n\x0especial_counts\x18\t \x01(\rB\x19\xfa\xf2\x18\x15R\x01\x34\x82\x01\x0f\x42\x01\x32\x42\x01\x33\x42\x01\x34\x42\x01\x35\x42\x01\x36H\x04\x88\x01\x01\x12\x35\n\x0bjoker_range\x18\n \x01(\x0e\x32 .ninetynine.engine.v1.JokerRange\x12*\n\x08\x61\x63\x65_high\x18\x0b \x01(\rB\x13\xfa\xf2\x18\x0fR\x02\x31\x31\x82\x01\x08\x42\x02\x31\x30\x42\x02\x31\x31H\x05\x88\x01\x01\x12\x36\n\ndeck_count\x18\x0c \x01(\rB\x1d\xfa\xf2\x18\x19R\x06\"auto\"\x82\x01\x0e\x42\x06\"auto\"B\x01\x31\x42\x01\x32H\x06\x88\x01\x01\x12\x36\n\x0cturn_seconds\x18\r \x01(\rB\x1b\xfa\xf2\x18\x17R\x02\x31\x35\x82\x01\x10\x42\x02\x31\x30\x42\x02\x31\x35\x42\x02\x32\x30\x42\x02\x33\x30H\x07\x88\x01\x01:h\x82\xf3\x18\x64\x1a\x0cOptionValues \x80\x02*QSpec section 2 keys and values as ninetynine/engine/rules/options.py writes them.B\x0c\n\n_hand_sizeB\t\n\x07_refillB\x08\n\x06_livesB\x0f\n\r_on_the_boardB\x11\n\x0f_special_countsB\x0b\n\t_ace_highB\r\n\x0b_deck_countB\x0f\n\r_turn_seconds\"]\n\x04\x43\x61rd\x12\n\n\x02id\x18\x01 \x01(\t\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKind\x12\r\n\x05value\x18\x03 \x01(\r\x12\x0c\n\x04\x66\x61\x63\x65\x18\x04 \x01(\t\"\xbb\x02\n\x06\x41\x63tion\x12\"\n\x07\x63\x61rd_id\x18\x01 \x01(\tB\x11\xfa\xf2\x18\rx\x01\x82\x01\x08:\x06\x43\x61rdId\x12\x30\n\x04sign\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.SignB\x06\xfa\xf2\x18\x02\x18\x01\x12,\n\tace_value\x18\x03 \x01(\rB\x14\xfa\xf2\x18\x10\x18\x01\x82\x01\x0b\x42\x01\x31\x42\x02\x31\x30\x42\x02\x31\x31H\x00\x88\x01\x01\x12\'\n\x0bjoker_value\x18\x04 \x01(\rB\r\xfa\xf2\x18\t\x18\x01\x82\x01\x04\x08\x00\x10\x63H\x01\x88\x01\x01\x12:\n\x03\x64ir\x18\x05 \x01(\x0e\x32%.ninetynine.engine.v1.DirectionChoiceB\x06\xfa\xf2\x18\x02\x18\x01:*\x82\xf3\x18&*$The play action of spec section 8.2.B\x0c\n\n_ace_valueB\x0e\n\x0c_joker_value\"\x90\x01\n\tRankEntry\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\x12\n\nlives_lost\x18\x03 \x01(\r\x12(\n\x13\x65liminated_at_round\x18\x04 \x01(\rB\x06\xfa\xf2\x18\x02\x18\x02H\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\x88\x01\n\nGameResult\x12\x30\n\x07ranking\x18\x01 \x03(\x0b\x32\x1f.ninetynine.engine.v1.RankEntry\x12\x0e\n\x06winner\x18\x02 \x03(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x12\n\nsummary_en\x18\x04 \x01(\t\x12\x13\n\x0b\x66inal_total\x18\x05 \x01(\x05*g\n\x04Mode\x12&\n\x10MODE_UNSPECIFIED\x10\x00\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12%\n\x0fMODE_KR_PRODUCT\x10\x01\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12\x10\n\x0cMODE_CLASSIC\x10\x02*a\n\nStartTotal\x12\'\n\x17START_TOTAL_UNSPECIFIED\x10\x00\x1a\n\x92\xf3\x18\x06\n\x04\x61uto\x12\x14\n\x10START_TOTAL_AUTO\x10\x01\x12\x14\n\x10START_TOTAL_ZERO\x10\x02*\x82\x01\n\x10\x41\x66terElimination\x12\x31\n\x1d\x41\x46TER_ELIMINATION_UNSPECIFIED\x10\x00\x1a\x0e\x92\xf3\x18\n\n\x08\x63ontinue\x12\x1e\n\x1a\x41\x46TER_ELIMINATION_CONTINUE\x10\x01\x12\x1b\n\x17\x41\x46TER_ELIMINATION_RESET\x10\x02*m\n\x0b\x46loorAtZero\x12+\n\x19\x46LOOR_AT_ZERO_UNSPECIFIED\x10\x00\x1a\x0c\x92\xf3\x18\x08\n\x06\x66orbid\x12\x18\n\x14\x46LOOR_AT_ZERO_FORBID\x10\x01\x12\x17\n\x13\x46LOOR_AT_ZERO_CLAMP\x10\x02*|\n\nJokerRange\x12(\n\x17JOKER_RANGE_UNSPECIFIED\x10\x00\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12\"\n\x11JOKER_RANGE_60_99\x10\x01\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12 \n\x10JOKER_RANGE_0_99\x10\x02\x1a\n\x92\xf3\x18\x06\n\x04\x30-99*\xed\x01\n\x08\x43\x61rdKind\x12$\n\x15\x43\x41RD_KIND_UNSPECIFIED\x10\x00\x1a\t\x92\xf3\x18\x05\n\x03\x61\x64\x64\x12\x11\n\rCARD_KIND_ADD\x10\x01\x12\x18\n\x14\x43\x41RD_KIND_PLUS_MINUS\x10\x02\x12\x15\n\x11\x43\x41RD_KIND_REVERSE\x10\x03\x12\x12\n\x0e\x43\x41RD_KIND_ZERO\x10\x04\x12\x12\n\x0e\x43\x41RD_KIND_HOLD\x10\x05\x12\x13\n\x0f\x43\x41RD_KIND_MINUS\x10\x06\x12\x11\n\rCARD_KIND_ACE\x10\x07\x12\x12\n\x0e\x43\x41RD_KIND_TO99\x10\x08\x12\x13\n\x0f\x43\x41RD_KIND_JOKER\x10\t*M\n\x04Sign\x12\x14\n\x10SIGN_UNSPECIFIED\x10\x00\x12\x16\n\tSIGN_PLUS\x10\x01\x1a\x07\x92\xf3\x18\x03\n\x01+\x12\x17\n\nSIGN_MINUS\x10\x02\x1a\x07\x92\xf3\x18\x03\n\x01-*l\n\x0f\x44irectionChoice\x12 \n\x1c\x44IRECTION_CHOICE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44IRECTION_CHOICE_KEEP\x10\x01\x12\x1c\n\x18\x44IRECTION_CHOICE_REVERSE\x10\x02*\x80\x01\n\tDirection\x12!\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x1a\x06\x92\xf3\x18\x02\x10\x01\x12\x1f\n\x13\x44IRECTION_CLOCKWISE\x10\x01\x1a\x06\x92\xf3\x18\x02\x10\x01\x12/\n\x1a\x44IRECTION_COUNTERCLOCKWISE\x10\x02\x1a\x0f\x92\xf3\x18\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/game.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\"\xb0\x07\n\x07Options\x12\x37\n\x04mode\x18\x01 \x01(\x0e\x32\x1a.ninetynine.engine.v1.ModeB\r\xfa\xf2\x18\t\x82\x01\x06:\x04Mode\x12\x38\n\thand_size\x18\x02 \x01(\rB \xfa\xf2\x18\x1cR\x06\"auto\"\x82\x01\x11\x42\x06\"auto\"B\x01\x33\x42\x01\x34\x42\x01\x35H\x00\x88\x01\x01\x12\x35\n\x0bstart_total\x18\x03 \x01(\x0e\x32 .ninetynine.engine.v1.StartTotal\x12(\n\x06refill\x18\x04 \x01(\x08\x42\x13\xfa\xf2\x18\x0fR\x04\"on\"Z\x02onZ\x03offH\x01\x88\x01\x01\x12:\n\x05lives\x18\x05 \x01(\rB&\xfa\xf2\x18\"R\x06\"auto\"\x82\x01\x17\x42\x06\"auto\"B\x01\x30\x42\x01\x31\x42\x01\x32\x42\x01\x33\x42\x01\x35H\x02\x88\x01\x01\x12/\n\x0con_the_board\x18\x06 \x01(\x08\x42\x14\xfa\xf2\x18\x10R\x05\"off\"Z\x02onZ\x03offH\x03\x88\x01\x01\x12\x41\n\x11\x61\x66ter_elimination\x18\x07 \x01(\x0e\x32&.ninetynine.engine.v1.AfterElimination\x12\x38\n\rfloor_at_zero\x18\x08 \x01(\x0e\x32!.ninetynine.engine.v1.FloorAtZero\x12\x36\n\x0especial_counts\x18\t \x01(\rB\x19\xfa\xf2\x18\x15R\x01\x34\x82\x01\x0f\x42\x01\x32\x42\x01\x33\x42\x01\x34\x42\x01\x35\x42\x01\x36H\x04\x88\x01\x01\x12\x35\n\x0bjoker_range\x18\n \x01(\x0e\x32 .ninetynine.engine.v1.JokerRange\x12*\n\x08\x61\x63\x65_high\x18\x0b \x01(\rB\x13\xfa\xf2\x18\x0fR\x02\x31\x31\x82\x01\x08\x42\x02\x31\x30\x42\x02\x31\x31H\x05\x88\x01\x01\x12\x36\n\ndeck_count\x18\x0c \x01(\rB\x1d\xfa\xf2\x18\x19R\x06\"auto\"\x82\x01\x0e\x42\x06\"auto\"B\x01\x31\x42\x01\x32H\x06\x88\x01\x01\x12\x36\n\x0cturn_seconds\x18\r \x01(\rB\x1b\xfa\xf2\x18\x17R\x02\x31\x35\x82\x01\x10\x42\x02\x31\x30\x42\x02\x31\x35\x42\x02\x32\x30\x42\x02\x33\x30H\x07\x88\x01\x01:h\x82\xf3\x18\x64\x1a\x0cOptionValues \x80\x02*QSpec section 2 keys and values as ninetynine/engine/rules/options.py writes them.B\x0c\n\n_hand_sizeB\t\n\x07_refillB\x08\n\x06_livesB\x0f\n\r_on_the_boardB\x11\n\x0f_special_countsB\x0b\n\t_ace_highB\r\n\x0b_deck_countB\x0f\n\r_turn_seconds\"\x9b\x01\n\x04\x43\x61rd\x12\x1b\n\x02id\x18\x01 \x01(\tB\x0f\xfa\xf2\x18\x0b\x82\x01\x08:\x06\x43\x61rdId\x12?\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.ninetynine.engine.v1.CardKindB\x11\xfa\xf2\x18\r\x82\x01\n:\x08\x43\x61rdKind\x12\x1a\n\x05value\x18\x03 \x01(\rB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x08\x00\x10\n\x12\x19\n\x04\x66\x61\x63\x65\x18\x04 \x01(\tB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x18\x01 \x08\"\xbb\x02\n\x06\x41\x63tion\x12\"\n\x07\x63\x61rd_id\x18\x01 \x01(\tB\x11\xfa\xf2\x18\rx\x01\x82\x01\x08:\x06\x43\x61rdId\x12\x30\n\x04sign\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.SignB\x06\xfa\xf2\x18\x02\x18\x01\x12,\n\tace_value\x18\x03 \x01(\rB\x14\xfa\xf2\x18\x10\x18\x01\x82\x01\x0b\x42\x01\x31\x42\x02\x31\x30\x42\x02\x31\x31H\x00\x88\x01\x01\x12\'\n\x0bjoker_value\x18\x04 \x01(\rB\r\xfa\xf2\x18\t\x18\x01\x82\x01\x04\x08\x00\x10\x63H\x01\x88\x01\x01\x12:\n\x03\x64ir\x18\x05 \x01(\x0e\x32%.ninetynine.engine.v1.DirectionChoiceB\x06\xfa\xf2\x18\x02\x18\x01:*\x82\xf3\x18&*$The play action of spec section 8.2.B\x0c\n\n_ace_valueB\x0e\n\x0c_joker_value\"\xbf\x01\n\tRankEntry\x12,\n\tplayer_id\x18\x01 \x01(\tB\x19\xfa\xf2\x18\x15\n\x06player\x82\x01\n:\x08PlayerId\x12\x19\n\x04rank\x18\x02 \x01(\rB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x08\x01\x10\n\x12\"\n\nlives_lost\x18\x03 \x01(\rB\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05\x43ount\x12-\n\x13\x65liminated_at_round\x18\x04 \x01(\rB\x0b\xfa\xf2\x18\x07\x18\x02\x82\x01\x02\x08\x01H\x00\x88\x01\x01\x42\x16\n\x14_eliminated_at_round\"\xd0\x01\n\nGameResult\x12=\n\x07ranking\x18\x01 \x03(\x0b\x32\x1f.ninetynine.engine.v1.RankEntryB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x30\nH\x02\x12#\n\x06winner\x18\x02 \x03(\tB\x13\xfa\xf2\x18\x0f\x82\x01\x0c:\x08PlayerIdH\x01\x12\x1a\n\x07summary\x18\x03 \x01(\tB\t\xfa\xf2\x18\x05\x82\x01\x02\x18\x01\x12\x1d\n\nsummary_en\x18\x04 \x01(\tB\t\xfa\xf2\x18\x05\x82\x01\x02\x18\x01\x12#\n\x0b\x66inal_total\x18\x05 \x01(\x05\x42\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05Total*g\n\x04Mode\x12&\n\x10MODE_UNSPECIFIED\x10\x00\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12%\n\x0fMODE_KR_PRODUCT\x10\x01\x1a\x10\x92\xf3\x18\x0c\n\nkr-product\x12\x10\n\x0cMODE_CLASSIC\x10\x02*a\n\nStartTotal\x12\'\n\x17START_TOTAL_UNSPECIFIED\x10\x00\x1a\n\x92\xf3\x18\x06\n\x04\x61uto\x12\x14\n\x10START_TOTAL_AUTO\x10\x01\x12\x14\n\x10START_TOTAL_ZERO\x10\x02*\x82\x01\n\x10\x41\x66terElimination\x12\x31\n\x1d\x41\x46TER_ELIMINATION_UNSPECIFIED\x10\x00\x1a\x0e\x92\xf3\x18\n\n\x08\x63ontinue\x12\x1e\n\x1a\x41\x46TER_ELIMINATION_CONTINUE\x10\x01\x12\x1b\n\x17\x41\x46TER_ELIMINATION_RESET\x10\x02*m\n\x0b\x46loorAtZero\x12+\n\x19\x46LOOR_AT_ZERO_UNSPECIFIED\x10\x00\x1a\x0c\x92\xf3\x18\x08\n\x06\x66orbid\x12\x18\n\x14\x46LOOR_AT_ZERO_FORBID\x10\x01\x12\x17\n\x13\x46LOOR_AT_ZERO_CLAMP\x10\x02*|\n\nJokerRange\x12(\n\x17JOKER_RANGE_UNSPECIFIED\x10\x00\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12\"\n\x11JOKER_RANGE_60_99\x10\x01\x1a\x0b\x92\xf3\x18\x07\n\x05\x36\x30-99\x12 \n\x10JOKER_RANGE_0_99\x10\x02\x1a\n\x92\xf3\x18\x06\n\x04\x30-99*\xed\x01\n\x08\x43\x61rdKind\x12$\n\x15\x43\x41RD_KIND_UNSPECIFIED\x10\x00\x1a\t\x92\xf3\x18\x05\n\x03\x61\x64\x64\x12\x11\n\rCARD_KIND_ADD\x10\x01\x12\x18\n\x14\x43\x41RD_KIND_PLUS_MINUS\x10\x02\x12\x15\n\x11\x43\x41RD_KIND_REVERSE\x10\x03\x12\x12\n\x0e\x43\x41RD_KIND_ZERO\x10\x04\x12\x12\n\x0e\x43\x41RD_KIND_HOLD\x10\x05\x12\x13\n\x0f\x43\x41RD_KIND_MINUS\x10\x06\x12\x11\n\rCARD_KIND_ACE\x10\x07\x12\x12\n\x0e\x43\x41RD_KIND_TO99\x10\x08\x12\x13\n\x0f\x43\x41RD_KIND_JOKER\x10\t*M\n\x04Sign\x12\x14\n\x10SIGN_UNSPECIFIED\x10\x00\x12\x16\n\tSIGN_PLUS\x10\x01\x1a\x07\x92\xf3\x18\x03\n\x01+\x12\x17\n\nSIGN_MINUS\x10\x02\x1a\x07\x92\xf3\x18\x03\n\x01-*l\n\x0f\x44irectionChoice\x12 \n\x1c\x44IRECTION_CHOICE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44IRECTION_CHOICE_KEEP\x10\x01\x12\x1c\n\x18\x44IRECTION_CHOICE_REVERSE\x10\x02*\x80\x01\n\tDirection\x12!\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x1a\x06\x92\xf3\x18\x02\x10\x01\x12\x1f\n\x13\x44IRECTION_CLOCKWISE\x10\x01\x1a\x06\x92\xf3\x18\x02\x10\x01\x12/\n\x1a\x44IRECTION_COUNTERCLOCKWISE\x10\x02\x1a\x0f\x92\xf3\x18\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x42\xc6\x02\x9a\xf3\x18l\n\x05Total\x12JA running total or a choice\'s result (may lie outside 0..99 when refused).\x1a\x07integer\"\x0e\x08\xec\xff\xff\xff\xff\xff\xff\xff\xff\x01\x10\xc8\x01\x9a\xf3\x18*\n\x0eSeedCommitment\x1a\x06string\"\x10*\x0e^[0-9a-f]{64}$\x9a\xf3\x18\x45\n\x04Seed\x12$The revealed seed, a decimal string.\x1a\x06string\"\x0f*\r^[0-9]{1,40}$\x9a\xf3\x18[\n\x06\x43\x61rdId\x1a\x06string\"I*G^(N([1-8]|10)|PM(9|10)|Z|J)-[0-9]{1,2}$|^(A|[2-9]|10|J|Q|K)[SHDC]-[12]$b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ninetynine.engine.v1.game_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\232\363\030l\n\005Total\022JA running total or a choice\'s result (may lie outside 0..99 when refused).\032\007integer\"\016\010\354\377\377\377\377\377\377\377\377\001\020\310\001\232\363\030*\n\016SeedCommitment\032\006string\"\020*\016^[0-9a-f]{64}$\232\363\030E\n\004Seed\022$The revealed seed, a decimal string.\032\006string\"\017*\r^[0-9]{1,40}$\232\363\030[\n\006CardId\032\006string\"I*G^(N([1-8]|10)|PM(9|10)|Z|J)-[0-9]{1,2}$|^(A|[2-9]|10|J|Q|K)[SHDC]-[12]$'
   _globals['_MODE'].values_by_name["MODE_UNSPECIFIED"]._loaded_options = None
   _globals['_MODE'].values_by_name["MODE_UNSPECIFIED"]._serialized_options = b'\222\363\030\014\n\nkr-product'
   _globals['_MODE'].values_by_name["MODE_KR_PRODUCT"]._loaded_options = None
@@ -80,6 +81,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OPTIONS'].fields_by_name['turn_seconds']._serialized_options = b'\372\362\030\027R\00215\202\001\020B\00210B\00215B\00220B\00230'
   _globals['_OPTIONS']._loaded_options = None
   _globals['_OPTIONS']._serialized_options = b'\202\363\030d\032\014OptionValues \200\002*QSpec section 2 keys and values as ninetynine/engine/rules/options.py writes them.'
+  _globals['_CARD'].fields_by_name['id']._loaded_options = None
+  _globals['_CARD'].fields_by_name['id']._serialized_options = b'\372\362\030\013\202\001\010:\006CardId'
+  _globals['_CARD'].fields_by_name['kind']._loaded_options = None
+  _globals['_CARD'].fields_by_name['kind']._serialized_options = b'\372\362\030\r\202\001\n:\010CardKind'
+  _globals['_CARD'].fields_by_name['value']._loaded_options = None
+  _globals['_CARD'].fields_by_name['value']._serialized_options = b'\372\362\030\007\202\001\004\010\000\020\n'
+  _globals['_CARD'].fields_by_name['face']._loaded_options = None
+  _globals['_CARD'].fields_by_name['face']._serialized_options = b'\372\362\030\007\202\001\004\030\001 \010'
   _globals['_ACTION'].fields_by_name['card_id']._loaded_options = None
   _globals['_ACTION'].fields_by_name['card_id']._serialized_options = b'\372\362\030\rx\001\202\001\010:\006CardId'
   _globals['_ACTION'].fields_by_name['sign']._loaded_options = None
@@ -93,35 +102,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACTION']._loaded_options = None
   _globals['_ACTION']._serialized_options = b'\202\363\030&*$The play action of spec section 8.2.'
   _globals['_RANKENTRY'].fields_by_name['player_id']._loaded_options = None
-  _globals['_RANKENTRY'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_RANKENTRY'].fields_by_name['player_id']._serialized_options = b'\372\362\030\025\n\006player\202\001\n:\010PlayerId'
+  _globals['_RANKENTRY'].fields_by_name['rank']._loaded_options = None
+  _globals['_RANKENTRY'].fields_by_name['rank']._serialized_options = b'\372\362\030\007\202\001\004\010\001\020\n'
+  _globals['_RANKENTRY'].fields_by_name['lives_lost']._loaded_options = None
+  _globals['_RANKENTRY'].fields_by_name['lives_lost']._serialized_options = b'\372\362\030\n\202\001\007:\005Count'
   _globals['_RANKENTRY'].fields_by_name['eliminated_at_round']._loaded_options = None
-  _globals['_RANKENTRY'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\002\030\002'
-  _globals['_MODE']._serialized_start=1744
-  _globals['_MODE']._serialized_end=1847
-  _globals['_STARTTOTAL']._serialized_start=1849
-  _globals['_STARTTOTAL']._serialized_end=1946
-  _globals['_AFTERELIMINATION']._serialized_start=1949
-  _globals['_AFTERELIMINATION']._serialized_end=2079
-  _globals['_FLOORATZERO']._serialized_start=2081
-  _globals['_FLOORATZERO']._serialized_end=2190
-  _globals['_JOKERRANGE']._serialized_start=2192
-  _globals['_JOKERRANGE']._serialized_end=2316
-  _globals['_CARDKIND']._serialized_start=2319
-  _globals['_CARDKIND']._serialized_end=2556
-  _globals['_SIGN']._serialized_start=2558
-  _globals['_SIGN']._serialized_end=2635
-  _globals['_DIRECTIONCHOICE']._serialized_start=2637
-  _globals['_DIRECTIONCHOICE']._serialized_end=2745
-  _globals['_DIRECTION']._serialized_start=2748
-  _globals['_DIRECTION']._serialized_end=2876
+  _globals['_RANKENTRY'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\007\030\002\202\001\002\010\001'
+  _globals['_GAMERESULT'].fields_by_name['ranking']._loaded_options = None
+  _globals['_GAMERESULT'].fields_by_name['ranking']._serialized_options = b'\372\362\030\007\202\001\0040\nH\002'
+  _globals['_GAMERESULT'].fields_by_name['winner']._loaded_options = None
+  _globals['_GAMERESULT'].fields_by_name['winner']._serialized_options = b'\372\362\030\017\202\001\014:\010PlayerIdH\001'
+  _globals['_GAMERESULT'].fields_by_name['summary']._loaded_options = None
+  _globals['_GAMERESULT'].fields_by_name['summary']._serialized_options = b'\372\362\030\005\202\001\002\030\001'
+  _globals['_GAMERESULT'].fields_by_name['summary_en']._loaded_options = None
+  _globals['_GAMERESULT'].fields_by_name['summary_en']._serialized_options = b'\372\362\030\005\202\001\002\030\001'
+  _globals['_GAMERESULT'].fields_by_name['final_total']._loaded_options = None
+  _globals['_GAMERESULT'].fields_by_name['final_total']._serialized_options = b'\372\362\030\n\202\001\007:\005Total'
+  _globals['_MODE']._serialized_start=1926
+  _globals['_MODE']._serialized_end=2029
+  _globals['_STARTTOTAL']._serialized_start=2031
+  _globals['_STARTTOTAL']._serialized_end=2128
+  _globals['_AFTERELIMINATION']._serialized_start=2131
+  _globals['_AFTERELIMINATION']._serialized_end=2261
+  _globals['_FLOORATZERO']._serialized_start=2263
+  _globals['_FLOORATZERO']._serialized_end=2372
+  _globals['_JOKERRANGE']._serialized_start=2374
+  _globals['_JOKERRANGE']._serialized_end=2498
+  _globals['_CARDKIND']._serialized_start=2501
+  _globals['_CARDKIND']._serialized_end=2738
+  _globals['_SIGN']._serialized_start=2740
+  _globals['_SIGN']._serialized_end=2817
+  _globals['_DIRECTIONCHOICE']._serialized_start=2819
+  _globals['_DIRECTIONCHOICE']._serialized_end=2927
+  _globals['_DIRECTION']._serialized_start=2930
+  _globals['_DIRECTION']._serialized_end=3058
   _globals['_OPTIONS']._serialized_start=99
   _globals['_OPTIONS']._serialized_end=1043
-  _globals['_CARD']._serialized_start=1045
-  _globals['_CARD']._serialized_end=1138
-  _globals['_ACTION']._serialized_start=1141
-  _globals['_ACTION']._serialized_end=1456
-  _globals['_RANKENTRY']._serialized_start=1459
-  _globals['_RANKENTRY']._serialized_end=1603
-  _globals['_GAMERESULT']._serialized_start=1606
-  _globals['_GAMERESULT']._serialized_end=1742
+  _globals['_CARD']._serialized_start=1046
+  _globals['_CARD']._serialized_end=1201
+  _globals['_ACTION']._serialized_start=1204
+  _globals['_ACTION']._serialized_end=1519
+  _globals['_RANKENTRY']._serialized_start=1522
+  _globals['_RANKENTRY']._serialized_end=1713
+  _globals['_GAMERESULT']._serialized_start=1716
+  _globals['_GAMERESULT']._serialized_end=1924
 # @@protoc_insertion_point(module_scope)

@@ -26,7 +26,7 @@ from ninetynine.common.v1 import json_options_pb2 as ninetynine_dot_common_dot_v
 from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ninetynine/engine/v1/state.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\"\xa8\x01\n\x06Player\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x03(\t\x12\r\n\x05\x61live\x18\x04 \x01(\x08\x12\r\n\x05lives\x18\x05 \x01(\r\x12\x10\n\x08on_board\x18\x06 \x01(\x08\x12\x12\n\nlives_lost\x18\x07 \x01(\r\x12\x1d\n\x10\x65liminated_round\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x13\n\x11_eliminated_round\"!\n\x03Rng\x12\r\n\x05state\x18\x01 \x01(\x04\x12\x0b\n\x03inc\x18\x02 \x01(\x04\"\xd7\x01\n\nPlayRecord\x12\x1f\n\tplayer_id\x18\x01 \x01(\tB\x0c\xfa\xf2\x18\x08\n\x06player\x12:\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.ActionB\x0c\xfa\xf2\x18\x08\n\x06\x63hoice\x12\x0c\n\x04\x66\x61\x63\x65\x18\x03 \x01(\t\x12\x0e\n\x06\x62\x65\x66ore\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05:?\x82\xf3\x18;\n\tplayer_id\n\x0e\x61\x63tion.card_id\n\x04\x66\x61\x63\x65\n\x06\x62\x65\x66ore\n\x05total\n\x06\x61\x63tion \x80@\"\xb0\x04\n\x05State\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.ninetynine.engine.v1.Player\x12\x11\n\tdraw_pile\x18\x04 \x03(\t\x12\x0f\n\x07\x64iscard\x18\x05 \x03(\t\x12\r\n\x05total\x18\x06 \x01(\x05\x12\x32\n\tdirection\x18\x07 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x0f\n\x07\x63urrent\x18\x08 \x01(\t\x12\x19\n\x11\x65limination_order\x18\t \x03(\t\x12\r\n\x05round\x18\n \x01(\r\x12*\n\x05phase\x18\x0b \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\x1a\n\x12turn_started_at_ms\x18\x0c \x01(\x03\x12\x0b\n\x03seq\x18\r \x01(\x04\x12&\n\x03rng\x18\x0e \x01(\x0b\x32\x19.ninetynine.engine.v1.Rng\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fseed_commitment\x18\x10 \x01(\t\x12\x11\n\thand_size\x18\x11 \x01(\r\x12\x12\n\ndeck_count\x18\x12 \x01(\r\x12\x13\n\x0bstart_lives\x18\x13 \x01(\r\x12\x31\n\x07history\x18\x14 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecord*T\n\x05Phase\x12$\n\x11PHASE_UNSPECIFIED\x10\x00\x1a\r\x92\xf3\x18\t\n\x07playing\x12\x11\n\rPHASE_PLAYING\x10\x01\x12\x12\n\x0ePHASE_FINISHED\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ninetynine/engine/v1/state.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\"\xa8\x01\n\x06Player\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x03(\t\x12\r\n\x05\x61live\x18\x04 \x01(\x08\x12\r\n\x05lives\x18\x05 \x01(\r\x12\x10\n\x08on_board\x18\x06 \x01(\x08\x12\x12\n\nlives_lost\x18\x07 \x01(\r\x12\x1d\n\x10\x65liminated_round\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\x13\n\x11_eliminated_round\"!\n\x03Rng\x12\r\n\x05state\x18\x01 \x01(\x04\x12\x0b\n\x03inc\x18\x02 \x01(\x04\"\xdd\x02\n\nPlayRecord\x12,\n\tplayer_id\x18\x01 \x01(\tB\x19\xfa\xf2\x18\x15\n\x06player\x82\x01\n:\x08PlayerId\x12\x85\x01\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.ActionBW\xfa\xf2\x18S\n\x06\x63hoice\x82\x01\n:\x06\x43hoiceP\x01\x8a\x01;The choices made with a card (empty for cards without one).\x12\x19\n\x04\x66\x61\x63\x65\x18\x03 \x01(\tB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x18\x01 \x08\x12\x1e\n\x06\x62\x65\x66ore\x18\x04 \x01(\x05\x42\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05Total\x12\x1d\n\x05total\x18\x05 \x01(\x05\x42\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05Total:?\x82\xf3\x18;\n\tplayer_id\n\x0e\x61\x63tion.card_id\n\x04\x66\x61\x63\x65\n\x06\x62\x65\x66ore\n\x05total\n\x06\x61\x63tion \x80@\"\xb0\x04\n\x05State\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.ninetynine.engine.v1.Player\x12\x11\n\tdraw_pile\x18\x04 \x03(\t\x12\x0f\n\x07\x64iscard\x18\x05 \x03(\t\x12\r\n\x05total\x18\x06 \x01(\x05\x12\x32\n\tdirection\x18\x07 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x0f\n\x07\x63urrent\x18\x08 \x01(\t\x12\x19\n\x11\x65limination_order\x18\t \x03(\t\x12\r\n\x05round\x18\n \x01(\r\x12*\n\x05phase\x18\x0b \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\x1a\n\x12turn_started_at_ms\x18\x0c \x01(\x03\x12\x0b\n\x03seq\x18\r \x01(\x04\x12&\n\x03rng\x18\x0e \x01(\x0b\x32\x19.ninetynine.engine.v1.Rng\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fseed_commitment\x18\x10 \x01(\t\x12\x11\n\thand_size\x18\x11 \x01(\r\x12\x12\n\ndeck_count\x18\x12 \x01(\r\x12\x13\n\x0bstart_lives\x18\x13 \x01(\r\x12\x31\n\x07history\x18\x14 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecord*T\n\x05Phase\x12$\n\x11PHASE_UNSPECIFIED\x10\x00\x1a\r\x92\xf3\x18\t\n\x07playing\x12\x11\n\rPHASE_PLAYING\x10\x01\x12\x12\n\x0ePHASE_FINISHED\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,19 +36,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PHASE'].values_by_name["PHASE_UNSPECIFIED"]._loaded_options = None
   _globals['_PHASE'].values_by_name["PHASE_UNSPECIFIED"]._serialized_options = b'\222\363\030\t\n\007playing'
   _globals['_PLAYRECORD'].fields_by_name['player_id']._loaded_options = None
-  _globals['_PLAYRECORD'].fields_by_name['player_id']._serialized_options = b'\372\362\030\010\n\006player'
+  _globals['_PLAYRECORD'].fields_by_name['player_id']._serialized_options = b'\372\362\030\025\n\006player\202\001\n:\010PlayerId'
   _globals['_PLAYRECORD'].fields_by_name['action']._loaded_options = None
-  _globals['_PLAYRECORD'].fields_by_name['action']._serialized_options = b'\372\362\030\010\n\006choice'
+  _globals['_PLAYRECORD'].fields_by_name['action']._serialized_options = b'\372\362\030S\n\006choice\202\001\n:\006ChoiceP\001\212\001;The choices made with a card (empty for cards without one).'
+  _globals['_PLAYRECORD'].fields_by_name['face']._loaded_options = None
+  _globals['_PLAYRECORD'].fields_by_name['face']._serialized_options = b'\372\362\030\007\202\001\004\030\001 \010'
+  _globals['_PLAYRECORD'].fields_by_name['before']._loaded_options = None
+  _globals['_PLAYRECORD'].fields_by_name['before']._serialized_options = b'\372\362\030\n\202\001\007:\005Total'
+  _globals['_PLAYRECORD'].fields_by_name['total']._loaded_options = None
+  _globals['_PLAYRECORD'].fields_by_name['total']._serialized_options = b'\372\362\030\n\202\001\007:\005Total'
   _globals['_PLAYRECORD']._loaded_options = None
   _globals['_PLAYRECORD']._serialized_options = b'\202\363\030;\n\tplayer_id\n\016action.card_id\n\004face\n\006before\n\005total\n\006action \200@'
-  _globals['_PHASE']._serialized_start=1119
-  _globals['_PHASE']._serialized_end=1203
+  _globals['_PHASE']._serialized_start=1253
+  _globals['_PHASE']._serialized_end=1337
   _globals['_PLAYER']._serialized_start=133
   _globals['_PLAYER']._serialized_end=301
   _globals['_RNG']._serialized_start=303
   _globals['_RNG']._serialized_end=336
   _globals['_PLAYRECORD']._serialized_start=339
-  _globals['_PLAYRECORD']._serialized_end=554
-  _globals['_STATE']._serialized_start=557
-  _globals['_STATE']._serialized_end=1117
+  _globals['_PLAYRECORD']._serialized_end=688
+  _globals['_STATE']._serialized_start=691
+  _globals['_STATE']._serialized_end=1251
 # @@protoc_insertion_point(module_scope)

@@ -27,57 +27,97 @@ from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_ga
 from ninetynine.engine.v1 import state_pb2 as ninetynine_dot_engine_dot_v1_dot_state__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/view.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\"\xe1\x01\n\nPlayerView\x12\n\n\x02id\x18\x01 \x01(\t\x12\x16\n\x04name\x18\x02 \x01(\tB\x08\xfa\xf2\x18\x04\"\x02id\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\x12\n\nhand_count\x18\x04 \x01(\r\x12\r\n\x05lives\x18\x05 \x01(\r\x12\r\n\x05\x61live\x18\x06 \x01(\x08\x12\x10\n\x08on_board\x18\x07 \x01(\x08\x12\x12\n\nlives_lost\x18\x08 \x01(\r\x12(\n\x13\x65liminated_at_round\x18\t \x01(\rB\x06\xfa\xf2\x18\x02\x18\x02H\x00\x88\x01\x01:\x07\x82\xf3\x18\x03 \x80@B\x16\n\x14_eliminated_at_round\"\xa5\x01\n\nCardChoice\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\"\n\x0cresult_total\x18\x02 \x01(\x05\x42\x0c\xfa\xf2\x18\x08\n\x06result\x12\r\n\x05legal\x18\x03 \x01(\x08\x12\x16\n\x06reason\x18\x04 \x01(\tB\x06\xfa\xf2\x18\x02\x18\x02\x12\x1e\n\x0ereason_message\x18\x05 \x01(\tB\x06\xfa\xf2\x18\x02\x10\x01\"\xf3\x01\n\x08HandCard\x12(\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x1a.ninetynine.engine.v1.Card\x12\x10\n\x08playable\x18\x02 \x01(\x08\x12\x31\n\x07\x63hoices\x18\x03 \x03(\x0b\x32 .ninetynine.engine.v1.CardChoice\x12-\n\tjoker_min\x18\x04 \x01(\rB\x15\xfa\xf2\x18\x11\n\x03minJ\njokerRangeH\x00\x88\x01\x01\x12-\n\tjoker_max\x18\x05 \x01(\rB\x15\xfa\xf2\x18\x11\n\x03maxJ\njokerRangeH\x01\x88\x01\x01\x42\x0c\n\n_joker_minB\x0c\n\n_joker_max\"]\n\tLegalPlay\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\"\n\x0cresult_total\x18\x02 \x01(\x05\x42\x0c\xfa\xf2\x18\x08\n\x06result\"\xbf\x07\n\x08GameView\x12\x15\n\rstate_version\x18\x01 \x01(\r\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.Mode\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\r\n\x05round\x18\x06 \x01(\r\x12\r\n\x05total\x18\x07 \x01(\x05\x12\x32\n\tdirection\x18\x08 \x01(\x0e\x32\x1f.ninetynine.engine.v1.Direction\x12\x0f\n\x07\x63urrent\x18\t \x01(\t\x12/\n\x12turn_started_at_ms\x18\n \x01(\x03\x42\x13\xfa\xf2\x18\x0f\n\rturnStartedAt\x12#\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x42\x0e\xfa\xf2\x18\n\n\x08\x64\x65\x61\x64line\x12\x31\n\x07players\x18\x0c \x03(\x0b\x32 .ninetynine.engine.v1.PlayerView\x12\x19\n\x11\x65limination_order\x18\r \x03(\t\x12\x17\n\x0f\x64raw_pile_count\x18\x0e \x01(\r\x12\x15\n\rdiscard_count\x18\x0f \x01(\r\x12\x36\n\x0crecent_plays\x18\x10 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecord\x12\x17\n\x0fseed_commitment\x18\x11 \x01(\t\x12/\n\x04seed\x18\x12 \x01(\x04\x42\x1c\xfa\xf2\x18\x18\x30\x01:\x14phase=PHASE_FINISHEDH\x00\x88\x01\x01\x12L\n\x06result\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.GameResultB\x1a\xfa\xf2\x18\x16:\x14phase=PHASE_FINISHED\x12!\n\tviewer_id\x18\x14 \x01(\tB\x0e\xfa\xf2\x18\n\n\x06viewer\x18\x02\x12=\n\x04hand\x18\x15 \x03(\x0b\x32\x1e.ninetynine.engine.v1.HandCardB\x0f\xfa\xf2\x18\x0b:\tviewer_id\x12 \n\x07my_turn\x18\x16 \x01(\x08\x42\x0f\xfa\xf2\x18\x0b:\tviewer_id\x12\x45\n\x0blegal_plays\x18\x17 \x03(\x0b\x32\x1f.ninetynine.engine.v1.LegalPlayB\x0f\xfa\xf2\x18\x0b:\tviewer_id:.\x82\xf3\x18* \x80\x04\x32\tviewer_id2\x04hand2\x07my_turn2\x0blegal_playsB\x07\n\x05_seedb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fninetynine/engine/v1/view.proto\x12\x14ninetynine.engine.v1\x1a\'ninetynine/common/v1/json_options.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\"\xc8\x02\n\nPlayerView\x12\x1d\n\x02id\x18\x01 \x01(\tB\x11\xfa\xf2\x18\r\x82\x01\n:\x08PlayerId\x12\x1d\n\x04name\x18\x02 \x01(\tB\x0f\xfa\xf2\x18\x0b\"\x02id\x82\x01\x04\x18\x01 @\x12\x19\n\x04seat\x18\x03 \x01(\rB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x08\x00\x10\t\x12\"\n\nhand_count\x18\x04 \x01(\rB\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05\x43ount\x12\x1a\n\x05lives\x18\x05 \x01(\rB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x08\x00\x10\x05\x12\r\n\x05\x61live\x18\x06 \x01(\x08\x12\x10\n\x08on_board\x18\x07 \x01(\x08\x12\"\n\nlives_lost\x18\x08 \x01(\rB\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05\x43ount\x12-\n\x13\x65liminated_at_round\x18\t \x01(\rB\x0b\xfa\xf2\x18\x07\x18\x02\x82\x01\x02\x08\x01H\x00\x88\x01\x01:\x15\x82\xf3\x18\x11\x1a\x0cPlayerPublic \x80@B\x16\n\x14_eliminated_at_round\"\xbe\x01\n\nCardChoice\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12,\n\x0cresult_total\x18\x02 \x01(\x05\x42\x16\xfa\xf2\x18\x12\n\x06result\x82\x01\x07:\x05Total\x12\r\n\x05legal\x18\x03 \x01(\x08\x12%\n\x06reason\x18\x04 \x01(\tB\x15\xfa\xf2\x18\x11\x18\x02\x82\x01\x0c:\nReasonCode\x12\x1e\n\x0ereason_message\x18\x05 \x01(\tB\x06\xfa\xf2\x18\x02\x10\x01\"\x9f\x02\n\x08HandCard\x12(\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x1a.ninetynine.engine.v1.Card\x12\x10\n\x08playable\x18\x02 \x01(\x08\x12>\n\x07\x63hoices\x18\x03 \x03(\x0b\x32 .ninetynine.engine.v1.CardChoiceB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x30\x02H\x01\x12\x34\n\tjoker_min\x18\x04 \x01(\rB\x1c\xfa\xf2\x18\x18\n\x03minJ\njokerRange\x82\x01\x04\x08\x00\x10\x63H\x00\x88\x01\x01\x12\x34\n\tjoker_max\x18\x05 \x01(\rB\x1c\xfa\xf2\x18\x18\n\x03maxJ\njokerRange\x82\x01\x04\x08\x00\x10\x63H\x01\x88\x01\x01:\x0f\x82\xf3\x18\x0b\x1a\tHandEntryB\x0c\n\n_joker_minB\x0c\n\n_joker_max\"g\n\tLegalPlay\x12,\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12,\n\x0cresult_total\x18\x02 \x01(\x05\x42\x16\xfa\xf2\x18\x12\n\x06result\x82\x01\x07:\x05Total\"\xae\n\n\x08GameView\x12$\n\rstate_version\x18\x01 \x01(\rB\r\xfa\xf2\x18\t\x82\x01\x06\x42\x01\x31\x42\x01\x32\x12\x37\n\x04mode\x18\x02 \x01(\x0e\x32\x1a.ninetynine.engine.v1.ModeB\r\xfa\xf2\x18\t\x82\x01\x06:\x04Mode\x12\x44\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.OptionsB\x14\xfa\xf2\x18\x10\x82\x01\r:\x0b\x46ullOptions\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12*\n\x05phase\x18\x05 \x01(\x0e\x32\x1b.ninetynine.engine.v1.Phase\x12\x18\n\x05round\x18\x06 \x01(\rB\t\xfa\xf2\x18\x05\x82\x01\x02\x08\x01\x12\x1a\n\x05total\x18\x07 \x01(\x05\x42\x0b\xfa\xf2\x18\x07\x82\x01\x04\x08\x00\x10\x63\x12\x46\n\tdirection\x18\x08 \x01(\x0e\x32\x1f.ninetynine.engine.v1.DirectionB\x12\xfa\xf2\x18\x0e\x82\x01\x0b:\tDirection\x12\"\n\x07\x63urrent\x18\t \x01(\tB\x11\xfa\xf2\x18\r\x82\x01\n:\x08PlayerId\x12?\n\x12turn_started_at_ms\x18\n \x01(\x03\x42#\xfa\xf2\x18\x1f\n\rturnStartedAt\x82\x01\r:\x0bMillisEpoch\x12\x33\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x42\x1e\xfa\xf2\x18\x1a\n\x08\x64\x65\x61\x64line\x82\x01\r:\x0bMillisEpoch\x12>\n\x07players\x18\x0c \x03(\x0b\x32 .ninetynine.engine.v1.PlayerViewB\x0b\xfa\xf2\x18\x07\x82\x01\x04\x30\nH\x02\x12.\n\x11\x65limination_order\x18\r \x03(\tB\x13\xfa\xf2\x18\x0f\x82\x01\x0c\x30\n:\x08PlayerId\x12\'\n\x0f\x64raw_pile_count\x18\x0e \x01(\rB\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05\x43ount\x12%\n\rdiscard_count\x18\x0f \x01(\rB\x0e\xfa\xf2\x18\n\x82\x01\x07:\x05\x43ount\x12\x41\n\x0crecent_plays\x18\x10 \x03(\x0b\x32 .ninetynine.engine.v1.PlayRecordB\t\xfa\xf2\x18\x05\x82\x01\x02\x30\n\x12\x30\n\x0fseed_commitment\x18\x11 \x01(\tB\x17\xfa\xf2\x18\x13\x82\x01\x10:\x0eSeedCommitment\x12\x38\n\x04seed\x18\x12 \x01(\x04\x42%\xfa\xf2\x18!0\x01:\x14phase=PHASE_FINISHED\x82\x01\x06:\x04SeedH\x00\x88\x01\x01\x12L\n\x06result\x18\x13 \x01(\x0b\x32 .ninetynine.engine.v1.GameResultB\x1a\xfa\xf2\x18\x16:\x14phase=PHASE_FINISHED\x12.\n\tviewer_id\x18\x14 \x01(\tB\x1b\xfa\xf2\x18\x17\n\x06viewer\x18\x02\x82\x01\n:\x08PlayerId\x12\x42\n\x04hand\x18\x15 \x03(\x0b\x32\x1e.ninetynine.engine.v1.HandCardB\x14\xfa\xf2\x18\x10:\tviewer_id\x82\x01\x02\x30\n\x12 \n\x07my_turn\x18\x16 \x01(\x08\x42\x0f\xfa\xf2\x18\x0b:\tviewer_id\x12\x45\n\x0blegal_plays\x18\x17 \x03(\x0b\x32\x1f.ninetynine.engine.v1.LegalPlayB\x0f\xfa\xf2\x18\x0b:\tviewer_id:\x88\x01\x82\xf3\x18\x83\x01 \x80\x04*Wninetynine/engine/rules/view.py player_view (spectators: public_view plus viewer null).2\tviewer_id2\x04hand2\x07my_turn2\x0blegal_playsB\x07\n\x05_seedb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ninetynine.engine.v1.view_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['id']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['id']._serialized_options = b'\372\362\030\r\202\001\n:\010PlayerId'
   _globals['_PLAYERVIEW'].fields_by_name['name']._loaded_options = None
-  _globals['_PLAYERVIEW'].fields_by_name['name']._serialized_options = b'\372\362\030\004\"\002id'
+  _globals['_PLAYERVIEW'].fields_by_name['name']._serialized_options = b'\372\362\030\013\"\002id\202\001\004\030\001 @'
+  _globals['_PLAYERVIEW'].fields_by_name['seat']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['seat']._serialized_options = b'\372\362\030\007\202\001\004\010\000\020\t'
+  _globals['_PLAYERVIEW'].fields_by_name['hand_count']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['hand_count']._serialized_options = b'\372\362\030\n\202\001\007:\005Count'
+  _globals['_PLAYERVIEW'].fields_by_name['lives']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['lives']._serialized_options = b'\372\362\030\007\202\001\004\010\000\020\005'
+  _globals['_PLAYERVIEW'].fields_by_name['lives_lost']._loaded_options = None
+  _globals['_PLAYERVIEW'].fields_by_name['lives_lost']._serialized_options = b'\372\362\030\n\202\001\007:\005Count'
   _globals['_PLAYERVIEW'].fields_by_name['eliminated_at_round']._loaded_options = None
-  _globals['_PLAYERVIEW'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\002\030\002'
+  _globals['_PLAYERVIEW'].fields_by_name['eliminated_at_round']._serialized_options = b'\372\362\030\007\030\002\202\001\002\010\001'
   _globals['_PLAYERVIEW']._loaded_options = None
-  _globals['_PLAYERVIEW']._serialized_options = b'\202\363\030\003 \200@'
+  _globals['_PLAYERVIEW']._serialized_options = b'\202\363\030\021\032\014PlayerPublic \200@'
   _globals['_CARDCHOICE'].fields_by_name['result_total']._loaded_options = None
-  _globals['_CARDCHOICE'].fields_by_name['result_total']._serialized_options = b'\372\362\030\010\n\006result'
+  _globals['_CARDCHOICE'].fields_by_name['result_total']._serialized_options = b'\372\362\030\022\n\006result\202\001\007:\005Total'
   _globals['_CARDCHOICE'].fields_by_name['reason']._loaded_options = None
-  _globals['_CARDCHOICE'].fields_by_name['reason']._serialized_options = b'\372\362\030\002\030\002'
+  _globals['_CARDCHOICE'].fields_by_name['reason']._serialized_options = b'\372\362\030\021\030\002\202\001\014:\nReasonCode'
   _globals['_CARDCHOICE'].fields_by_name['reason_message']._loaded_options = None
   _globals['_CARDCHOICE'].fields_by_name['reason_message']._serialized_options = b'\372\362\030\002\020\001'
+  _globals['_HANDCARD'].fields_by_name['choices']._loaded_options = None
+  _globals['_HANDCARD'].fields_by_name['choices']._serialized_options = b'\372\362\030\007\202\001\0040\002H\001'
   _globals['_HANDCARD'].fields_by_name['joker_min']._loaded_options = None
-  _globals['_HANDCARD'].fields_by_name['joker_min']._serialized_options = b'\372\362\030\021\n\003minJ\njokerRange'
+  _globals['_HANDCARD'].fields_by_name['joker_min']._serialized_options = b'\372\362\030\030\n\003minJ\njokerRange\202\001\004\010\000\020c'
   _globals['_HANDCARD'].fields_by_name['joker_max']._loaded_options = None
-  _globals['_HANDCARD'].fields_by_name['joker_max']._serialized_options = b'\372\362\030\021\n\003maxJ\njokerRange'
+  _globals['_HANDCARD'].fields_by_name['joker_max']._serialized_options = b'\372\362\030\030\n\003maxJ\njokerRange\202\001\004\010\000\020c'
+  _globals['_HANDCARD']._loaded_options = None
+  _globals['_HANDCARD']._serialized_options = b'\202\363\030\013\032\tHandEntry'
   _globals['_LEGALPLAY'].fields_by_name['result_total']._loaded_options = None
-  _globals['_LEGALPLAY'].fields_by_name['result_total']._serialized_options = b'\372\362\030\010\n\006result'
+  _globals['_LEGALPLAY'].fields_by_name['result_total']._serialized_options = b'\372\362\030\022\n\006result\202\001\007:\005Total'
+  _globals['_GAMEVIEW'].fields_by_name['state_version']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['state_version']._serialized_options = b'\372\362\030\t\202\001\006B\0011B\0012'
+  _globals['_GAMEVIEW'].fields_by_name['mode']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['mode']._serialized_options = b'\372\362\030\t\202\001\006:\004Mode'
+  _globals['_GAMEVIEW'].fields_by_name['options']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['options']._serialized_options = b'\372\362\030\020\202\001\r:\013FullOptions'
+  _globals['_GAMEVIEW'].fields_by_name['round']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['round']._serialized_options = b'\372\362\030\005\202\001\002\010\001'
+  _globals['_GAMEVIEW'].fields_by_name['total']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['total']._serialized_options = b'\372\362\030\007\202\001\004\010\000\020c'
+  _globals['_GAMEVIEW'].fields_by_name['direction']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['direction']._serialized_options = b'\372\362\030\016\202\001\013:\tDirection'
+  _globals['_GAMEVIEW'].fields_by_name['current']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['current']._serialized_options = b'\372\362\030\r\202\001\n:\010PlayerId'
   _globals['_GAMEVIEW'].fields_by_name['turn_started_at_ms']._loaded_options = None
-  _globals['_GAMEVIEW'].fields_by_name['turn_started_at_ms']._serialized_options = b'\372\362\030\017\n\rturnStartedAt'
+  _globals['_GAMEVIEW'].fields_by_name['turn_started_at_ms']._serialized_options = b'\372\362\030\037\n\rturnStartedAt\202\001\r:\013MillisEpoch'
   _globals['_GAMEVIEW'].fields_by_name['deadline_ms']._loaded_options = None
-  _globals['_GAMEVIEW'].fields_by_name['deadline_ms']._serialized_options = b'\372\362\030\n\n\010deadline'
+  _globals['_GAMEVIEW'].fields_by_name['deadline_ms']._serialized_options = b'\372\362\030\032\n\010deadline\202\001\r:\013MillisEpoch'
+  _globals['_GAMEVIEW'].fields_by_name['players']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['players']._serialized_options = b'\372\362\030\007\202\001\0040\nH\002'
+  _globals['_GAMEVIEW'].fields_by_name['elimination_order']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['elimination_order']._serialized_options = b'\372\362\030\017\202\001\0140\n:\010PlayerId'
+  _globals['_GAMEVIEW'].fields_by_name['draw_pile_count']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['draw_pile_count']._serialized_options = b'\372\362\030\n\202\001\007:\005Count'
+  _globals['_GAMEVIEW'].fields_by_name['discard_count']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['discard_count']._serialized_options = b'\372\362\030\n\202\001\007:\005Count'
+  _globals['_GAMEVIEW'].fields_by_name['recent_plays']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['recent_plays']._serialized_options = b'\372\362\030\005\202\001\0020\n'
+  _globals['_GAMEVIEW'].fields_by_name['seed_commitment']._loaded_options = None
+  _globals['_GAMEVIEW'].fields_by_name['seed_commitment']._serialized_options = b'\372\362\030\023\202\001\020:\016SeedCommitment'
   _globals['_GAMEVIEW'].fields_by_name['seed']._loaded_options = None
-  _globals['_GAMEVIEW'].fields_by_name['seed']._serialized_options = b'\372\362\030\0300\001:\024phase=PHASE_FINISHED'
+  _globals['_GAMEVIEW'].fields_by_name['seed']._serialized_options = b'\372\362\030!0\001:\024phase=PHASE_FINISHED\202\001\006:\004Seed'
   _globals['_GAMEVIEW'].fields_by_name['result']._loaded_options = None
   _globals['_GAMEVIEW'].fields_by_name['result']._serialized_options = b'\372\362\030\026:\024phase=PHASE_FINISHED'
   _globals['_GAMEVIEW'].fields_by_name['viewer_id']._loaded_options = None
-  _globals['_GAMEVIEW'].fields_by_name['viewer_id']._serialized_options = b'\372\362\030\n\n\006viewer\030\002'
+  _globals['_GAMEVIEW'].fields_by_name['viewer_id']._serialized_options = b'\372\362\030\027\n\006viewer\030\002\202\001\n:\010PlayerId'
   _globals['_GAMEVIEW'].fields_by_name['hand']._loaded_options = None
-  _globals['_GAMEVIEW'].fields_by_name['hand']._serialized_options = b'\372\362\030\013:\tviewer_id'
+  _globals['_GAMEVIEW'].fields_by_name['hand']._serialized_options = b'\372\362\030\020:\tviewer_id\202\001\0020\n'
   _globals['_GAMEVIEW'].fields_by_name['my_turn']._loaded_options = None
   _globals['_GAMEVIEW'].fields_by_name['my_turn']._serialized_options = b'\372\362\030\013:\tviewer_id'
   _globals['_GAMEVIEW'].fields_by_name['legal_plays']._loaded_options = None
   _globals['_GAMEVIEW'].fields_by_name['legal_plays']._serialized_options = b'\372\362\030\013:\tviewer_id'
   _globals['_GAMEVIEW']._loaded_options = None
-  _globals['_GAMEVIEW']._serialized_options = b'\202\363\030* \200\0042\tviewer_id2\004hand2\007my_turn2\013legal_plays'
+  _globals['_GAMEVIEW']._serialized_options = b'\202\363\030\203\001 \200\004*Wninetynine/engine/rules/view.py player_view (spectators: public_view plus viewer null).2\tviewer_id2\004hand2\007my_turn2\013legal_plays'
   _globals['_PLAYERVIEW']._serialized_start=166
-  _globals['_PLAYERVIEW']._serialized_end=391
-  _globals['_CARDCHOICE']._serialized_start=394
-  _globals['_CARDCHOICE']._serialized_end=559
-  _globals['_HANDCARD']._serialized_start=562
-  _globals['_HANDCARD']._serialized_end=805
-  _globals['_LEGALPLAY']._serialized_start=807
-  _globals['_LEGALPLAY']._serialized_end=900
-  _globals['_GAMEVIEW']._serialized_start=903
-  _globals['_GAMEVIEW']._serialized_end=1862
+  _globals['_PLAYERVIEW']._serialized_end=494
+  _globals['_CARDCHOICE']._serialized_start=497
+  _globals['_CARDCHOICE']._serialized_end=687
+  _globals['_HANDCARD']._serialized_start=690
+  _globals['_HANDCARD']._serialized_end=977
+  _globals['_LEGALPLAY']._serialized_start=979
+  _globals['_LEGALPLAY']._serialized_end=1082
+  _globals['_GAMEVIEW']._serialized_start=1085
+  _globals['_GAMEVIEW']._serialized_end=2411
 # @@protoc_insertion_point(module_scope)
