@@ -17,6 +17,7 @@ sends, and are put right before validating (the encoder's handling of them is wh
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -39,6 +40,7 @@ def _validator(ref: str) -> Draft202012Validator:
     return Draft202012Validator({**SCHEMA, "oneOf": [{"$ref": f"#/$defs/{ref}"}]})
 
 
+@cache
 def _frames() -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
     """The distinct frames without their id, and one frame per (kind, recorded id)."""
     frames: dict[str, dict[str, Any]] = {}
@@ -83,3 +85,41 @@ def test_reply_ids_a_client_may_send_validate_and_pushed_kinds_carry_none() -> N
             assert server.is_valid(frame), frame
             checked += 1
     assert checked > 20
+
+
+def _one(kind: str, test: Any) -> dict[str, Any]:
+    frames, _ = _frames()
+    return json.loads(json.dumps(next(f for f in frames.values() if f["type"] == kind and test(f))))
+
+
+def test_the_generated_rules_refuse_a_frame_that_breaks_them() -> None:
+    server = _validator("ServerMessage")
+    seated = _one("view", lambda f: f["view"]["viewer"] is not None and f["view"]["phase"] == "playing")
+    watching = _one("view", lambda f: f["view"]["viewer"] is None and f["view"]["phase"] == "playing")
+    finished = _one("view", lambda f: f["view"]["phase"] == "finished")
+    spectator = _one("joined", lambda f: f["role"] == "spectator")
+    player = _one("joined", lambda f: f["role"] == "player")
+    drawn = _one("event", lambda f: f["event"]["type"] == "cardDrawn")
+    for frame in (seated, watching, finished, spectator, player, drawn):
+        assert server.is_valid(frame), frame
+    broken = []
+    for key in ("hand", "myTurn", "legalPlays"):  # a seated viewer's view has all three
+        one = json.loads(json.dumps(seated))
+        del one["view"][key]
+        broken.append(one)
+    one = json.loads(json.dumps(watching))  # a spectator's view has none of them
+    one["view"]["myTurn"] = False
+    broken.append(one)
+    for key in ("seed", "result"):  # a finished view reveals both
+        one = json.loads(json.dumps(finished))
+        del one["view"][key]
+        broken.append(one)
+    one = json.loads(json.dumps(watching))  # a playing view reveals neither
+    one["view"]["seed"] = "42"
+    broken.append(one)
+    broken.append({**spectator, "playerId": "p1"})  # a spectator has no player id
+    broken.append({**spectator, "host": True})  # nor hosts
+    broken.append({**player, "playerId": None})
+    broken.append({**drawn, "event": {**drawn["event"], "source": "bot"}})  # source is cardPlayed's only
+    accepted = [frame for frame in broken if server.is_valid(frame)]
+    assert accepted == []
