@@ -89,7 +89,10 @@ def test_reply_ids_a_client_may_send_validate_and_pushed_kinds_carry_none() -> N
 
 def _one(kind: str, test: Any) -> dict[str, Any]:
     frames, _ = _frames()
-    return json.loads(json.dumps(next(f for f in frames.values() if f["type"] == kind and test(f))))
+    found: dict[str, Any] = json.loads(
+        json.dumps(next(f for f in frames.values() if f["type"] == kind and test(f)))
+    )
+    return found
 
 
 def test_the_generated_rules_refuse_a_frame_that_breaks_them() -> None:
