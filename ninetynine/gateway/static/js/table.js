@@ -101,7 +101,7 @@ export class Table {
       ring(TIMER_R, 'timer-track'), this.timerArc, ring(GAUGE_R, 'gauge-track'), this.gaugeArc);
     this.timerBox = h('div', { class: 'timer', 'data-testid': 'timer', role: 'timer' });
     this.totalEl = h('div', { class: 'total', 'data-testid': 'total', 'aria-live': 'polite' }, '0');
-    this.arrow = h('div', { class: 'direction', 'data-testid': 'direction' },
+    this.arrow = h('div', { class: 'direction', 'data-testid': 'direction', role: 'img' },
       svg('svg', { viewBox: '0 0 48 48', width: 44, height: 44, 'aria-hidden': 'true' },
         svg('path', { d: 'M40 24a16 16 0 1 1-6-12.5', fill: 'none', stroke: 'currentColor', 'stroke-width': 4, 'stroke-linecap': 'round' }),
         svg('path', { d: 'M36 4l-1 10-10-1', fill: 'none', stroke: 'currentColor', 'stroke-width': 4, 'stroke-linecap': 'round', 'stroke-linejoin': 'round' })));
@@ -464,7 +464,8 @@ export class Table {
         },
           h('span', { class: 'face' }, face),
           card.kind === 'joker' ? h('span', { class: 'sub' }, 'JOKER') : null,
-          !entry.playable ? h('span', { class: 'badge', 'data-testid': 'card-badge' }, badgeFor(firstRefusal)) : null,
+          // The space keeps the face and the badge two words in the visible text, as in the label.
+          !entry.playable ? [' ', h('span', { class: 'badge', 'data-testid': 'card-badge' }, badgeFor(firstRefusal))] : null,
           selected ? this.previewBubble(entry) : null,
         );
       }),
