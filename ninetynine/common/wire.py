@@ -7,7 +7,9 @@ without a parse and a re-serialization.
 
 from __future__ import annotations
 
-__all__ = ["length_delimited", "read_varint", "varint", "varint_field"]
+from collections.abc import Iterator
+
+__all__ = ["field_payload", "length_delimited", "read_varint", "split_field", "varint", "varint_field"]
 
 
 def varint(value: int) -> bytes:
@@ -37,26 +39,72 @@ def length_delimited(number: int, payload: bytes) -> bytes:
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
+def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """Each top-level field of a serialized message: number, wire type, start, value start, end.
+
+    For a length-delimited field the value starts after its length; for the others at the key.
+    """
+    pos, size = 0, len(data)
+    while pos < size:
+        start = pos
+        key, pos = read_varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            value_start = pos
+            _, pos = read_varint(data, pos)
+        elif wire == 2:
+            length, value_start = read_varint(data, pos)
+            pos = value_start + length
+        elif wire == 1:
+            value_start, pos = pos, pos + 8
+        elif wire == 5:
+            value_start, pos = pos, pos + 4
+        else:  # groups (wire types 3 and 4) are not used by our messages
+            raise ValueError(f"unexpected wire type {wire}")
+        if pos > size:
+            raise ValueError("truncated message")
+        yield key >> 3, wire, start, value_start, pos
+
+
 def varint_field(data: bytes, number: int) -> int:
     """The value of varint field ``number`` of a serialized message (0 when absent; the last wins).
 
     Walks the top-level fields and skips the others by their wire type, without parsing them.
     """
-    pos, size, found = 0, len(data), 0
-    while pos < size:
-        key, pos = read_varint(data, pos)
-        wire = key & 7
-        if wire == 0:
-            value, pos = read_varint(data, pos)
-            if key >> 3 == number:
-                found = value
-        elif wire == 2:
-            length, pos = read_varint(data, pos)
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:  # groups (wire types 3 and 4) are not used by our messages
-            raise ValueError(f"unexpected wire type {wire}")
+    found = 0
+    for field, wire, _, value_start, _ in _fields(data):
+        if field == number and wire == 0:
+            found, _ = read_varint(data, value_start)
     return found
+
+
+def field_payload(data: bytes, number: int) -> bytes | None:
+    """The payload of the last length-delimited field ``number`` (``None`` when absent)."""
+    found: bytes | None = None
+    for field, wire, _, value_start, end in _fields(data):
+        if field == number and wire == 2:
+            found = data[value_start:end]
+    return found
+
+
+def split_field(data: bytes, number: int) -> tuple[bytes | None, bytes]:
+    """The payload of length-delimited field ``number`` (a sub-message held once, as our encoders
+    write it) and the rest of the message without that field; ``None`` when absent.
+
+    The rest parses as the message with the field cleared, so a parent can be parsed without its
+    largest part, and that part parsed (or stored) on its own.
+    """
+    payload: bytes | None = None
+    rest: list[bytes] = []
+    kept = 0
+    for field, wire, start, value_start, end in _fields(data):
+        if field == number and wire == 2:
+            if payload is not None:
+                raise ValueError(f"field {number} occurs more than once")
+            payload = data[value_start:end]
+            rest.append(data[kept:start])
+            kept = end
+    if payload is None:
+        return None, data
+    rest.append(data[kept:])
+    return payload, b"".join(rest)

@@ -14,7 +14,13 @@ code (``OVER_99``, ``STALE_STATE``...), metadata and both language texts. The cu
 (``x-request-id``) is forwarded on every call.
 
 The session holds an ``EngineClient`` whichever engine answers: the in-process
-:class:`ninetynine.engine.local.LocalEngine` is this client over a stand-in for the stub.
+:class:`ninetynine.engine.local.LocalEngine` is this client over the engine's handlers.
+
+A caller that already holds the state's encoding (a stored room document) passes it as
+``state_wire`` to :meth:`EngineClient.apply` / :meth:`EngineClient.timeout`: the request is
+assembled from those bytes instead of encoding the state again. With ``state_out`` the new state
+is parsed straight into that message (the response's ``state`` stays empty), instead of into the
+response and then copied.
 """
 
 from __future__ import annotations
@@ -29,12 +35,21 @@ import grpc.aio
 
 from ninetynine.common.errors import Lang
 from ninetynine.common.grpcclient import create_channel
+from ninetynine.common.wire import length_delimited, split_field
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import game_pb2, state_pb2
 
 Resp = TypeVar("Resp")
+Moved = TypeVar("Moved", pb.ApplyResponse, pb.TimeoutResponse)
+
+_SERVICE = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
+# Where the state sits in each request and response (by the descriptors, not by hand).
+_APPLY_STATE = pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number
+_APPLIED_STATE = pb.ApplyResponse.DESCRIPTOR.fields_by_name["state"].number
+_TIMEOUT_STATE = pb.TimeoutRequest.DESCRIPTOR.fields_by_name["state"].number
+_TIMED_STATE = pb.TimeoutResponse.DESCRIPTOR.fields_by_name["state"].number
 
 DEFAULT_TIMEOUT = 1.0
 DEFAULT_ATTEMPTS = 3
@@ -72,9 +87,17 @@ class EngineClient:
         self.backoff = backoff
         self.lang = lang
         self._channel: grpc.aio.Channel | None = None
+        self._raw: dict[str, Callable[..., Awaitable[bytes]]] = {}
         if stub is None:
-            self._channel = create_channel(target, options=RECONNECT_OPTIONS)
-            stub = pb_grpc.EngineServiceStub(self._channel)
+            self._channel = channel = create_channel(target, options=RECONNECT_OPTIONS)
+            stub = pb_grpc.EngineServiceStub(channel)
+            # Apply and Timeout also as bytes in, bytes out: requests assembled from held bytes.
+            self._raw = {
+                name: channel.unary_unary(
+                    f"/{_SERVICE}/{name}", request_serializer=None, response_deserializer=None
+                )
+                for name in ("Apply", "Timeout")
+            }
         self._stub = stub
 
     async def __aenter__(self) -> EngineClient:
@@ -119,27 +142,62 @@ class EngineClient:
         *,
         expected_seq: int | None = None,
         now_ms: int = 0,
+        state_wire: bytes | None = None,
+        state_out: state_pb2.State | None = None,
     ) -> pb.ApplyResponse:
-        """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED)."""
-        request = pb.ApplyRequest(state=state, player_id=player_id, action=action, now_ms=now_ms)
+        """Play ``action`` for ``player_id``; with ``expected_seq`` a stale state is refused (ABORTED).
+
+        ``state_wire``: ``state`` as already encoded; ``state_out``: where the new state goes
+        (see the module doc).
+        """
+        request = pb.ApplyRequest(player_id=player_id, action=action, now_ms=now_ms)
         if expected_seq is not None:
             request.expected_seq = expected_seq
-        return await self._call(self._stub.Apply, request)
+        if (state_wire is None and state_out is None) or not self._raw:
+            request.state.CopyFrom(state)
+            applied: pb.ApplyResponse = await self._call(self._stub.Apply, request)
+            return self._into(applied, state_out)
+        wire = state.SerializeToString() if state_wire is None else state_wire
+        data = length_delimited(_APPLY_STATE, wire) + request.SerializeToString()
+        answer = await self._call(self._raw["Apply"], data)
+        return _parsed(pb.ApplyResponse, answer, _APPLIED_STATE, state_out)
 
     async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
         """What ``viewer_id`` may see (empty = spectator)."""
         return await self._call(self._stub.View, pb.ViewRequest(state=state, viewer_id=viewer_id))
 
     async def timeout(
-        self, state: state_pb2.State, *, expected_seq: int | None = None, now_ms: int = 0
+        self,
+        state: state_pb2.State,
+        *,
+        expected_seq: int | None = None,
+        now_ms: int = 0,
+        state_wire: bytes | None = None,
+        state_out: state_pb2.State | None = None,
     ) -> pb.TimeoutResponse:
-        """Play the §8.5 automatic move for the current player."""
-        request = pb.TimeoutRequest(state=state, now_ms=now_ms)
+        """Play the §8.5 automatic move for the current player (``state_wire``, ``state_out``: as
+        :meth:`apply`)."""
+        request = pb.TimeoutRequest(now_ms=now_ms)
         if expected_seq is not None:
             request.expected_seq = expected_seq
-        return await self._call(self._stub.Timeout, request)
+        if (state_wire is None and state_out is None) or not self._raw:
+            request.state.CopyFrom(state)
+            timed: pb.TimeoutResponse = await self._call(self._stub.Timeout, request)
+            return self._into(timed, state_out)
+        wire = state.SerializeToString() if state_wire is None else state_wire
+        data = length_delimited(_TIMEOUT_STATE, wire) + request.SerializeToString()
+        answer = await self._call(self._raw["Timeout"], data)
+        return _parsed(pb.TimeoutResponse, answer, _TIMED_STATE, state_out)
 
     # -- plumbing --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _into(response: Moved, state_out: state_pb2.State | None) -> Moved:
+        """``response`` with its state moved to ``state_out`` (when given), as :func:`_parsed` leaves it."""
+        if state_out is not None:
+            state_out.CopyFrom(response.state)
+            response.ClearField("state")
+        return response
 
     async def _call(self, method: Callable[..., Awaitable[Resp]], request: object) -> Resp:
         metadata = (("accept-language", self.lang),) if self.lang else None
@@ -154,3 +212,16 @@ class EngineClient:
                     continue
                 raise from_rpc_error(err, default_domain=ENGINE_DOMAIN) from err
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+def _parsed(
+    message_type: type[Moved], data: bytes, state_field: int, state_out: state_pb2.State | None
+) -> Moved:
+    """The response in ``data``; with ``state_out`` its state is parsed into that message instead."""
+    if state_out is None:
+        return message_type.FromString(data)
+    wire, rest = split_field(data, state_field)
+    state_out.Clear()
+    if wire is not None:
+        state_out.MergeFromString(wire)
+    return message_type.FromString(rest)

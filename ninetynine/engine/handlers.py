@@ -32,7 +32,7 @@ from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error
 from ninetynine.engine.rules import GameState, Reason, RuleError
 from ninetynine.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
 from ninetynine.engine.v1 import engine_service_pb2 as pb
-from ninetynine.engine.v1 import state_pb2
+from ninetynine.engine.v1 import game_pb2, state_pb2
 
 __all__ = ["MAX_DISPLAY_NAME", "MAX_METADATA_VALUE", "EngineHandlers", "RulesMetrics", "rules_metrics"]
 
@@ -166,19 +166,38 @@ class EngineHandlers:
         return response
 
     def apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
+        return self.apply_to(
+            request.state,
+            request.player_id,
+            request.action,
+            expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
+            now_ms=request.now_ms,
+        )
+
+    def apply_to(
+        self,
+        msg: state_pb2.State,
+        player_id: str,
+        action_msg: game_pb2.Action,
+        *,
+        expected_seq: int | None,
+        now_ms: int,
+        state_out: state_pb2.State | None = None,
+    ) -> pb.ApplyResponse:
+        """Apply's work on its request's parts; the new state goes into ``state_out`` when given
+        (the response's ``state`` stays empty), so an in-process caller gets it without a copy."""
         try:
-            state = self._state(request.state)
+            state = self._state(msg)
             check_room_for_a_move(state)
-            action = convert.action_from_proto(request.action)
-            expected = request.expected_seq if request.HasField("expected_seq") else None
+            action = convert.action_from_proto(action_msg)
             new_state, events = rules.apply(
-                state, request.player_id, action, now_ms=_now_ms(request.now_ms), expected_seq=expected
+                state, player_id, action, now_ms=_now_ms(now_ms), expected_seq=expected_seq
             )
         except RuleError as err:
             raise self.refusal(err) from None
         self._played(state, new_state, "player")
         response = pb.ApplyResponse()
-        convert.state_into(new_state, response.state)
+        _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events, new_state.options)
         return response
 
@@ -194,20 +213,41 @@ class EngineHandlers:
         return response
 
     def timeout(self, request: pb.TimeoutRequest) -> pb.TimeoutResponse:
+        return self.timeout_of(
+            request.state,
+            expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
+            now_ms=request.now_ms,
+        )
+
+    def timeout_of(
+        self,
+        msg: state_pb2.State,
+        *,
+        expected_seq: int | None,
+        now_ms: int,
+        state_out: state_pb2.State | None = None,
+    ) -> pb.TimeoutResponse:
+        """Timeout's work on its request's parts (``state_out``: as :meth:`apply_to`)."""
         try:
-            state = self._state(request.state)
-            if request.HasField("expected_seq") and request.expected_seq != state.seq:
-                raise RuleError(Reason.STALE_STATE, expectedSeq=request.expected_seq, seq=state.seq)
+            state = self._state(msg)
+            if expected_seq is not None and expected_seq != state.seq:
+                raise RuleError(Reason.STALE_STATE, expectedSeq=expected_seq, seq=state.seq)
             check_room_for_a_move(state)
             action = rules.timeout_action(state)
             player = state.current
-            new_state, events = rules.apply(state, player, action, now_ms=_now_ms(request.now_ms))
+            new_state, events = rules.apply(state, player, action, now_ms=_now_ms(now_ms))
         except RuleError as err:
             raise self.refusal(err) from None
         self._played(state, new_state, "timeout")
         self._bind(player_id=player)
         response = pb.TimeoutResponse(player_id=player)
         convert.action_into(action, response.action)
-        convert.state_into(new_state, response.state)
+        _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events, new_state.options)
         return response
+
+
+def _state_into(state: GameState, out: state_pb2.State) -> None:
+    # ``out`` may be a caller's message holding the previous state (already converted from).
+    out.Clear()
+    convert.state_into(state, out)

@@ -161,13 +161,14 @@ class Deadlines:
             seat = rooms.seat_of(doc, current)
             if seat.bot:
                 action = action_to_proto(bot_action(self.cache.game_at(room_id, doc.state)))
-                applied = await self.engine.apply(doc.state, current, action, now)
+                wire = self.cache.wire_at(room_id, doc.state)
+                applied = await self.engine.apply(doc, wire, current, action, now)
                 out = Step(source="bot")
                 out.add_game(applied.events)
-                advance(doc, applied.state, current, action, "bot", now)
+                advance(doc, current, action, "bot", now)
                 fired["kind"] = "bot"
                 return out
-            timed = await self.engine.timeout(doc.state, now)
+            timed = await self.engine.timeout(doc, self.cache.wire_at(room_id, doc.state), now)
             seat.consecutive_timeouts += 1
             out = Step(source="timeout")
             out.add(
@@ -180,7 +181,7 @@ class Deadlines:
                 )
             )
             out.add_game(timed.events)
-            advance(doc, timed.state, current, timed.action, "timeout", now)
+            advance(doc, current, timed.action, "timeout", now)
             fired["kind"] = "timeout"
             return out
 

@@ -16,7 +16,7 @@ import grpc
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
-from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.engine.v1 import game_pb2
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
@@ -48,16 +48,43 @@ class EngineCalls:
         )
 
     async def apply(
-        self, state: state_pb2.State, player_id: str, action: game_pb2.Action, now: int
+        self,
+        doc: doc_pb.RoomDocument,
+        state_wire: bytes | None,
+        player_id: str,
+        action: game_pb2.Action,
+        now: int,
     ) -> engine_pb.ApplyResponse:
-        """``player_id`` plays ``action`` on ``state`` (refused as stale once the state moved on)."""
+        """``player_id`` plays ``action`` on ``doc.state`` (refused as stale once the state moved on).
+
+        ``state_wire`` is ``doc.state`` as committed (sent as it is, not encoded again); the new state
+        replaces ``doc.state`` (parsed there once), the response carries the rest.
+        """
+        state = doc.state
         return await self._call(
-            "Apply", self.client.apply(state, player_id, action, expected_seq=state.seq, now_ms=now)
+            "Apply",
+            self.client.apply(
+                state,
+                player_id,
+                action,
+                expected_seq=state.seq,
+                now_ms=now,
+                state_wire=state_wire,
+                state_out=state,
+            ),
         )
 
-    async def timeout(self, state: state_pb2.State, now: int) -> engine_pb.TimeoutResponse:
-        """The §8.5 automatic move of the current player."""
-        return await self._call("Timeout", self.client.timeout(state, expected_seq=state.seq, now_ms=now))
+    async def timeout(
+        self, doc: doc_pb.RoomDocument, state_wire: bytes | None, now: int
+    ) -> engine_pb.TimeoutResponse:
+        """The §8.5 automatic move of the current player (the new state as :meth:`apply` puts it)."""
+        state = doc.state
+        return await self._call(
+            "Timeout",
+            self.client.timeout(
+                state, expected_seq=state.seq, now_ms=now, state_wire=state_wire, state_out=state
+            ),
+        )
 
     async def _call(self, method: str, awaitable: Awaitable[T]) -> T:
         started = time.perf_counter()

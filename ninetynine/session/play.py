@@ -21,16 +21,14 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 
 def advance(
     doc: doc_pb.RoomDocument,
-    new_state: state_pb2.State,
     player_id: str,
     action: game_pb2.Action,
     source: str,
     now: int,
 ) -> None:
-    """Record one move (its new state and how it was made) in the room document."""
-    doc.state.CopyFrom(new_state)
+    """Record one move (how it was made) in the room document the engine wrote its new state into."""
     doc.moves.add(player_id=player_id, action=action, source=source, at_ms=now)
-    if new_state.phase == state_pb2.PHASE_FINISHED:
+    if doc.state.phase == state_pb2.PHASE_FINISHED:
         doc.phase = pb.ROOM_PHASE_FINISHED
 
 
@@ -79,7 +77,7 @@ class Plays:
             if client_seq < seat.last_client_seq:
                 raise session_error("STALE", clientSeq=client_seq, lastClientSeq=seat.last_client_seq)
             try:
-                applied = await self._judge(doc, caller.player_id, action, expected_move_seq, now)
+                applied = await self._judge(room_id, doc, caller.player_id, action, expected_move_seq, now)
             except ServiceError as err:
                 if not rooms.is_play_outcome(err):
                     raise  # transient: nothing is recorded, the same client_seq may be sent again
@@ -91,7 +89,7 @@ class Plays:
                 return Step()
             out = Step(source="player")
             out.add_game(applied.events)
-            advance(doc, applied.state, caller.player_id, action, "player", now)
+            advance(doc, caller.player_id, action, "player", now)
             seat.consecutive_timeouts = 0
             seat.last_client_seq = client_seq
             seat.last_outcome_seq = doc.last_seq + len(out.events)
@@ -113,17 +111,19 @@ class Plays:
 
     async def _judge(
         self,
+        room_id: str,
         doc: doc_pb.RoomDocument,
         player_id: str,
         action: game_pb2.Action,
         expected_move_seq: int | None,
         now: int,
     ) -> engine_service_pb2.ApplyResponse:
-        """The engine's answer to ``player_id`` playing ``action`` now, or the refusal of it."""
+        """The engine's answer to ``player_id`` playing ``action`` now (its new state written into
+        ``doc.state``), or the refusal of it."""
         if doc.phase == pb.ROOM_PHASE_LOBBY:
             raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
         # After the client_seq checks, so a resent play still gets its first outcome: a play
         # chosen for an older situation must not land at today's total just because it is legal.
         if expected_move_seq is not None and expected_move_seq != doc.state.seq:
             raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
-        return await self.engine.apply(doc.state, player_id, action, now)
+        return await self.engine.apply(doc, self.cache.wire_at(room_id, doc.state), player_id, action, now)

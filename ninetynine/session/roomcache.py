@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from ninetynine.common.logging import get_logger
+from ninetynine.common.wire import field_payload
 from ninetynine.engine.convert import state_from_proto
 from ninetynine.engine.rules import GameState
 from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2
@@ -58,6 +59,8 @@ _AUDIENCE = {
 
 T = TypeVar("T")
 
+_DOC_STATE = doc_pb.RoomDocument.DESCRIPTOR.fields_by_name["state"].number
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -86,6 +89,10 @@ class Loaded:
         if self.game is None:
             self.game = state_from_proto(self.doc.state, validate=False)
         return self.game
+
+    def state_wire(self) -> bytes | None:
+        """``doc.state`` as committed: its bytes inside ``record.data``, found without a parse."""
+        return field_payload(self.record.data, _DOC_STATE)
 
     def holds(self, caller: rooms.Caller, digest: bytes) -> bool:
         """Whether the token hashing to ``digest`` still acts for ``caller`` in this version."""
@@ -224,6 +231,17 @@ class RoomCache:
         if cached is not None and cached.doc.HasField("state") and cached.doc.state.seq == state.seq:
             return cached.game_state()
         return state_from_proto(state, validate=False)
+
+    def wire_at(self, room_id: str, state: state_pb2.State) -> bytes | None:
+        """The committed bytes of ``state`` (a step's copy of the cached room's), so that it goes to the
+        engine without being encoded again; ``None`` when the cached room holds another state."""
+        cached = self.cached(room_id)
+        if cached is None or not cached.doc.HasField("state"):
+            return None
+        held = cached.doc.state
+        if held.seq != state.seq or held.seed_commitment != state.seed_commitment:
+            return None
+        return cached.state_wire()
 
     async def current(self, room_id: str, seq: int) -> Loaded:
         """The room as of event ``seq`` or later: the cached copy unless it is older."""

@@ -74,11 +74,18 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], st
 async def make_stack(engine_port: int, store_url: Callable[[], str]) -> AsyncIterator[Callable[..., object]]:
     started: list[Stack] = []
 
-    async def start(*, bot_think_ms: int = 20, time_scale: float = 0.02, **server_options: Any) -> Stack:
+    async def start(
+        *,
+        bot_think_ms: int = 20,
+        time_scale: float = 0.02,
+        engine_target: str | None = None,
+        **server_options: Any,
+    ) -> Stack:
+        """A session on the fixture's engine (``engine_target="local"``: the in-process one)."""
         registry = CollectorRegistry()
         server, port, _, rooms = create_session_server(
             "127.0.0.1:0",
-            engine_target=f"127.0.0.1:{engine_port}",
+            engine_target=engine_target or f"127.0.0.1:{engine_port}",
             store_url=store_url(),
             bot_think_ms=bot_think_ms,
             time_scale=time_scale,

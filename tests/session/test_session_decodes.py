@@ -1,9 +1,12 @@
-"""The session decodes a game state at most once per move, and encodes its room document once.
+"""The session decodes a game state at most once per move, and encodes it once: in its room document.
 
-Counted through a real run (engine and session servers in this process, a batched subscriber
-watching the room): a profile hook counts the calls made from the session's own code to the
-rules' decoder (``state_from_proto``), to ``RoomDocument`` parsing and to ``RoomDocument``
-serialization, while a human plays one move and the bot answers it.
+Counted through a real run (engine and session servers in this process, or the in-process engine;
+a batched subscriber watching the room) while a human plays one move and the bot answers it: a
+profile hook counts the calls made from the session's own code to the rules' decoder
+(``state_from_proto``), to ``RoomDocument`` parsing and serialization and to copies of a
+``State``; counting wrappers around ``SerializeToString`` of ``State``, ``ApplyRequest`` and
+``TimeoutRequest`` (installed before the servers start, so the gRPC stubs serialize through them)
+count every other encoding of a state, whoever makes it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+import pytest
+
 from ninetynine.engine import convert
+from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
 from ninetynine.engine.v1 import state_pb2
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -44,6 +50,8 @@ def counting() -> Iterator[Counter[str]]:
                 counts["document parsed"] += 1
             elif document and name == "SerializeToString":
                 counts["document encoded"] += 1
+            elif isinstance(owner, state_pb2.State) and name == "CopyFrom":
+                counts["state copied"] += 1
 
     sys.setprofile(hook)
     try:
@@ -52,9 +60,30 @@ def counting() -> Iterator[Counter[str]]:
         sys.setprofile(None)
 
 
-async def test_one_move_decodes_its_state_once_and_encodes_its_room_once(make_stack) -> None:
+def count_state_encodes(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count encodings of a state outside a room document: a ``State`` or a request carrying one."""
+    counts: Counter[str] = Counter()
+    for message_type in (state_pb2.State, engine_pb.ApplyRequest, engine_pb.TimeoutRequest):
+        original = message_type.SerializeToString
+
+        def counted(message: Any, original: Any = original, **kwargs: Any) -> bytes:
+            if isinstance(message, state_pb2.State) or message.HasField("state"):
+                counts["state encoded"] += 1
+            return bytes(original(message, **kwargs))
+
+        monkeypatch.setattr(message_type, "SerializeToString", counted)
+    return counts
+
+
+@pytest.mark.parametrize("engine", ["grpc", "local"])
+async def test_one_move_decodes_its_state_once_and_encodes_its_room_once(
+    make_stack, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    encodes = count_state_encodes(monkeypatch)
     # Long human turns (no timeout can interfere), a fast bot.
-    stack = await make_stack(bot_think_ms=20, time_scale=1.0)
+    stack = await make_stack(
+        bot_think_ms=20, time_scale=1.0, engine_target="local" if engine == "local" else None
+    )
     stub = stack.stub
     host = await stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
     await stub.AddBot(pb.AddBotRequest(token=host.seat_token))
@@ -75,6 +104,7 @@ async def test_one_move_decodes_its_state_once_and_encodes_its_room_once(make_st
                 break
         moves_before = view.seq
         await asyncio.sleep(0.1)  # presence of the new subscription recorded
+        encodes.clear()
         with counting() as counts:
             await stub.Play(
                 pb.PlayRequest(token=host.seat_token, client_seq=1, action=view.legal_plays[0].action)
@@ -91,3 +121,7 @@ async def test_one_move_decodes_its_state_once_and_encodes_its_room_once(make_st
     assert counts["state decoded"] <= moves, f"{dict(counts)} for {moves} moves"
     assert counts["document parsed"] == 0, f"{dict(counts)}: the cached room is what was committed"
     assert counts["document encoded"] == moves, f"{dict(counts)}: one commit per move"
+    # The previous state goes to the engine as committed; the new one is written into the room
+    # document where it arrives (parsed there, or converted there in-process), not copied.
+    assert encodes["state encoded"] == 0, f"{dict(encodes)} beyond the room's commit, {moves} moves"
+    assert counts["state copied"] == 0, f"{dict(counts)}"
