@@ -134,12 +134,18 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
 
 
 def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]:
-    """The EngineService method table, with request parsing that never fails as INTERNAL."""
+    """The EngineService method table, with request parsing that never fails as INTERNAL.
+
+    Unknown fields are not walked away: the engine keeps nothing of a request, and every response
+    is built from the rules' values (:mod:`ninetynine.engine.convert` re-encodes even the history
+    records), so nothing a client appended is echoed. One parse per request, nothing more.
+    """
     return lenient_handler(
         pb.DESCRIPTOR.services_by_name["EngineService"],
         servicer,
         ENGINE_DOMAIN,
         on_refusal=lambda reason: servicer.metrics.refusals.labels(reason).inc(),
+        keep_unknown=True,
     )
 
 
