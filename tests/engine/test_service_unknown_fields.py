@@ -10,6 +10,7 @@ gets, and so do Setup and Timeout.
 from __future__ import annotations
 
 import grpc
+from google.protobuf.message import Message
 
 from ninetynine.common.wire import length_delimited
 from ninetynine.engine.v1 import engine_service_pb2 as pb
@@ -21,13 +22,13 @@ MARKER = b"appended-by-a-client" * 8
 UNKNOWN = length_delimited(9999, MARKER)
 
 
-def _number(message_type: type, name: str) -> int:
-    return int(message_type.DESCRIPTOR.fields_by_name[name].number)  # type: ignore[attr-defined]
+def _number(message_type: type[Message], name: str) -> int:
+    return int(message_type.DESCRIPTOR.fields_by_name[name].number)
 
 
-def _dirty(message: object) -> bytes:
+def _dirty(message: Message) -> bytes:
     """``message`` serialized with the unknown field appended to it (and so to its parent)."""
-    return message.SerializeToString() + UNKNOWN  # type: ignore[attr-defined]
+    return message.SerializeToString() + UNKNOWN
 
 
 def _call(channel: grpc.Channel, method: str, data: bytes) -> bytes:
