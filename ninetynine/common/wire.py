@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["field_payload", "length_delimited", "read_varint", "split_field", "varint", "varint_field"]
+__all__ = ["field_payload", "length_delimited", "read_varint", "varint", "varint_field"]
 
 
 def varint(value: int) -> bytes:
@@ -85,26 +85,3 @@ def field_payload(data: bytes, number: int) -> bytes | None:
         if field == number and wire == 2:
             found = data[value_start:end]
     return found
-
-
-def split_field(data: bytes, number: int) -> tuple[bytes | None, bytes]:
-    """The payload of length-delimited field ``number`` (a sub-message held once, as our encoders
-    write it) and the rest of the message without that field; ``None`` when absent.
-
-    The rest parses as the message with the field cleared, so a parent can be parsed without its
-    largest part, and that part parsed (or stored) on its own.
-    """
-    payload: bytes | None = None
-    rest: list[bytes] = []
-    kept = 0
-    for field, wire, start, value_start, end in _fields(data):
-        if field == number and wire == 2:
-            if payload is not None:
-                raise ValueError(f"field {number} occurs more than once")
-            payload = data[value_start:end]
-            rest.append(data[kept:start])
-            kept = end
-    if payload is None:
-        return None, data
-    rest.append(data[kept:])
-    return payload, b"".join(rest)

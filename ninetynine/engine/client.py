@@ -35,7 +35,7 @@ import grpc.aio
 
 from ninetynine.common.errors import Lang
 from ninetynine.common.grpcclient import create_channel
-from ninetynine.common.wire import length_delimited, split_field
+from ninetynine.common.wire import length_delimited
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -45,11 +45,9 @@ Resp = TypeVar("Resp")
 Moved = TypeVar("Moved", pb.ApplyResponse, pb.TimeoutResponse)
 
 _SERVICE = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
-# Where the state sits in each request and response (by the descriptors, not by hand).
+# Where the state sits in each request (by the descriptors, not by hand).
 _APPLY_STATE = pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number
-_APPLIED_STATE = pb.ApplyResponse.DESCRIPTOR.fields_by_name["state"].number
 _TIMEOUT_STATE = pb.TimeoutRequest.DESCRIPTOR.fields_by_name["state"].number
-_TIMED_STATE = pb.TimeoutResponse.DESCRIPTOR.fields_by_name["state"].number
 
 DEFAULT_TIMEOUT = 1.0
 DEFAULT_ATTEMPTS = 3
@@ -160,7 +158,7 @@ class EngineClient:
         wire = state.SerializeToString() if state_wire is None else state_wire
         data = length_delimited(_APPLY_STATE, wire) + request.SerializeToString()
         answer = await self._call(self._raw["Apply"], data)
-        return _parsed(pb.ApplyResponse, answer, _APPLIED_STATE, state_out)
+        return self._into(pb.ApplyResponse.FromString(answer), state_out)
 
     async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
         """What ``viewer_id`` may see (empty = spectator)."""
@@ -187,13 +185,13 @@ class EngineClient:
         wire = state.SerializeToString() if state_wire is None else state_wire
         data = length_delimited(_TIMEOUT_STATE, wire) + request.SerializeToString()
         answer = await self._call(self._raw["Timeout"], data)
-        return _parsed(pb.TimeoutResponse, answer, _TIMED_STATE, state_out)
+        return self._into(pb.TimeoutResponse.FromString(answer), state_out)
 
     # -- plumbing --------------------------------------------------------------------------------
 
     @staticmethod
     def _into(response: Moved, state_out: state_pb2.State | None) -> Moved:
-        """``response`` with its state moved to ``state_out`` (when given), as :func:`_parsed` leaves it."""
+        """``response`` with its state moved to ``state_out`` (when given)."""
         if state_out is not None:
             state_out.CopyFrom(response.state)
             response.ClearField("state")
@@ -212,16 +210,3 @@ class EngineClient:
                     continue
                 raise from_rpc_error(err, default_domain=ENGINE_DOMAIN) from err
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
-
-
-def _parsed(
-    message_type: type[Moved], data: bytes, state_field: int, state_out: state_pb2.State | None
-) -> Moved:
-    """The response in ``data``; with ``state_out`` its state is parsed into that message instead."""
-    if state_out is None:
-        return message_type.FromString(data)
-    wire, rest = split_field(data, state_field)
-    state_out.Clear()
-    if wire is not None:
-        state_out.MergeFromString(wire)
-    return message_type.FromString(rest)

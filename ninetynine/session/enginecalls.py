@@ -58,7 +58,8 @@ class EngineCalls:
         """``player_id`` plays ``action`` on ``doc.state`` (refused as stale once the state moved on).
 
         ``state_wire`` is ``doc.state`` as committed (sent as it is, not encoded again); the new state
-        replaces ``doc.state`` (parsed there once), the response carries the rest.
+        replaces ``doc.state`` (moved there from the parsed response, or converted there by the
+        in-process engine), the response carries the rest.
         """
         state = doc.state
         return await self._call(
