@@ -19,8 +19,9 @@ The session holds an ``EngineClient`` whichever engine answers: the in-process
 A caller that already holds the state's encoding (a stored room document) passes it as
 ``state_wire`` to :meth:`EngineClient.apply` / :meth:`EngineClient.timeout`: the request is
 assembled from those bytes instead of encoding the state again. With ``state_out`` the new state
-is parsed straight into that message (the response's ``state`` stays empty), instead of into the
-response and then copied.
+is written into that message: copied from the parsed response (a copy costs less than parsing the
+state there), or converted straight into it by :class:`~ninetynine.engine.local.LocalEngine`; the
+response's own ``state`` is then not to be read (in-process it stays empty).
 """
 
 from __future__ import annotations
@@ -191,10 +192,9 @@ class EngineClient:
 
     @staticmethod
     def _into(response: Moved, state_out: state_pb2.State | None) -> Moved:
-        """``response`` with its state moved to ``state_out`` (when given)."""
+        """``response``, its state copied into ``state_out`` (when given)."""
         if state_out is not None:
             state_out.CopyFrom(response.state)
-            response.ClearField("state")
         return response
 
     async def _call(self, method: Callable[..., Awaitable[Resp]], request: object) -> Resp:
