@@ -1,7 +1,7 @@
 """SubscribeMany: many batched Subscribe streams carried by one gRPC stream.
 
-A gateway with thousands of clients used to hold one Subscribe stream per client, so a move in a
-room of four cost four gRPC messages out of the session and four into the gateway; on this stack
+With one Subscribe stream per client, a gateway with thousands of clients would turn a move in a
+room of four into four gRPC messages out of the session and four into the gateway; on this stack
 a stream message costs more CPU than building what it carries. Here each ``open`` runs the same
 generator as Subscribe (:meth:`Subscriptions.subscribe`, batched) in its own task, and one writer
 sends whatever the subscriptions produced meanwhile as a single ``SubscribeManyResponse``:

@@ -1,6 +1,6 @@
 """PlayMany: many Play calls carried by one gRPC stream.
 
-A gateway playing for thousands of clients used to make one unary ``Play`` call per move; on this
+A unary ``Play`` call per move would cost a gateway playing for thousands of clients more; on this
 stack the unary-call machinery costs more CPU on both ends than a message on a stream that is
 already open. Here each request of a PlayMany call runs :func:`play` (what the unary Play runs) in
 its own task, so the plays of different rooms go on concurrently, and each answer is written as

@@ -262,9 +262,10 @@ class _Listener:
 class _SharedStreamReader:
     """One task per store that waits in a single ``XREAD BLOCK`` on the streams of every open tail.
 
-    Each tail used to wait on a pooled connection of its own; this holds one connection however many
-    tails are open.  The per-stream cursor is the highest seq handed to that room's listeners.  The
-    block is short so that a stream whose first tail just opened joins the read within ``block_ms``.
+    A connection per tail would tie up the pool with thousands of rooms; this holds one connection
+    however many tails are open.  The per-stream cursor is the highest seq handed to that room's
+    listeners.  The block is short so that a stream whose first tail just opened joins the read
+    within ``block_ms``.
     """
 
     def __init__(self, client: aioredis.Redis, stream_key: Callable[[str], str], block_ms: int) -> None:
