@@ -181,9 +181,10 @@ async def rematch(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | N
     """From a finished game to its rematch room (created by the first to ask, joined after)."""
     assert conn.binding is not None
     old = conn.binding
-    joined = await conn.session.Rematch(
+    answer = await conn.session.Rematch(
         spb.RematchRequest(token=old.token), metadata=conn.call_metadata(), timeout=conn.session_timeout
     )
+    joined = answer.joined
     old.leaving = True  # the finished room's stream ends now: no news
     await conn.follower.stop()
     conn.unbind()

@@ -91,7 +91,7 @@ class Lobby:
             room=rooms.public_room(doc), player_id=doc.host_player_id, seat_token=token
         )
 
-    async def rematch(self, token: str) -> pb.JoinRoomResponse:
+    async def rematch(self, token: str) -> pb.RematchResponse:
         """A seat in the finished game's rematch room: created by the first player asking, joined after."""
         chosen: dict[str, str] = {}
         source = doc_pb.RoomDocument()
@@ -119,9 +119,11 @@ class Lobby:
             # Made by an earlier ask (or, once in a billion, an unrelated room with that code).
             if (await self.cache.load(room_id, fresh=True)).doc.rematch_of != source.room_id:
                 raise session_error("ROOM_BUSY") from None
-            return await self.join_room(room_id, name)
-        return pb.JoinRoomResponse(
-            room=created.room, player_id=created.player_id, seat_token=created.seat_token
+            return pb.RematchResponse(joined=await self.join_room(room_id, name))
+        return pb.RematchResponse(
+            joined=pb.JoinRoomResponse(
+                room=created.room, player_id=created.player_id, seat_token=created.seat_token
+            )
         )
 
     async def join_room(self, room_id: str, name: str) -> pb.JoinRoomResponse:

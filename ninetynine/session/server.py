@@ -109,12 +109,12 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         except ServiceError as err:
             await self._refuse(context, err)
 
-    async def Rematch(self, request: pb.RematchRequest, context: Context) -> pb.JoinRoomResponse:
+    async def Rematch(self, request: pb.RematchRequest, context: Context) -> pb.RematchResponse:
         try:
             response = await self.rooms.lobby.rematch(request.token)
         except ServiceError as err:
             await self._refuse(context, err)
-        bind_rpc_fields(room_id=response.room.room_id)
+        bind_rpc_fields(room_id=response.joined.room.room_id)
         return response
 
     async def StartGame(self, request: pb.StartGameRequest, context: Context) -> pb.StartGameResponse:

@@ -31,8 +31,8 @@ async def test_the_first_to_ask_hosts_the_rematch_and_the_others_join_it(make_st
     room_id, host, guest = await _finished_game(stack)
     old = await room_of(stack.stub, room_id)
 
-    first = await stack.stub.Rematch(pb.RematchRequest(token=guest.seat_token))
-    again = await stack.stub.Rematch(pb.RematchRequest(token=host.seat_token))
+    first = (await stack.stub.Rematch(pb.RematchRequest(token=guest.seat_token))).joined
+    again = (await stack.stub.Rematch(pb.RematchRequest(token=host.seat_token))).joined
     new_id = first.room.room_id
     assert new_id != room_id and again.room.room_id == new_id, "both in one new room"
     room = await room_of(stack.stub, new_id)

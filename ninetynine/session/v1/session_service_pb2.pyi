@@ -271,6 +271,28 @@ class RematchRequest(_message.Message):
 Global___RematchRequest: _TypeAlias = RematchRequest  # noqa: Y015
 
 @_typing.final
+class RematchResponse(_message.Message):
+    """The seat the asking player now holds in the rematch room, as JoinRoom answers it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOINED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def joined(self) -> Global___JoinRoomResponse: ...
+    def __init__(
+        self,
+        *,
+        joined: Global___JoinRoomResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["joined", b"joined"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["joined", b"joined"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RematchResponse: _TypeAlias = RematchResponse  # noqa: Y015
+
+@_typing.final
 class SpectateRequest(_message.Message):
     """Watch a room."""
 

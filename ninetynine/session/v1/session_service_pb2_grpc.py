@@ -63,7 +63,7 @@ class SessionServiceStub:
         self.Rematch = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/Rematch',
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.SerializeToString,
-                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.FromString,
+                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchResponse.FromString,
                 _registered_method=True)
         self.StartGame = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/StartGame',
@@ -282,7 +282,7 @@ def add_SessionServiceServicer_to_server(servicer, server):
             'Rematch': grpc.unary_unary_rpc_method_handler(
                     servicer.Rematch,
                     request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.FromString,
-                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.SerializeToString,
+                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchResponse.SerializeToString,
             ),
             'StartGame': grpc.unary_unary_rpc_method_handler(
                     servicer.StartGame,
@@ -480,7 +480,7 @@ class SessionService:
             target,
             '/ninetynine.session.v1.SessionService/Rematch',
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchRequest.SerializeToString,
-            ninetynine_dot_session_dot_v1_dot_session__service__pb2.JoinRoomResponse.FromString,
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.RematchResponse.FromString,
             options,
             channel_credentials,
             insecure,

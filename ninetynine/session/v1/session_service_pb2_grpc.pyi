@@ -47,7 +47,7 @@ class SessionServiceStub:
     """Watch a room (public information only)."""
     LeaveRoom: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.LeaveRoomRequest, _session_service_pb2.LeaveRoomResponse]
     """Give up a seat (lobby) or leave a running game (the seat is then auto-played)."""
-    Rematch: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.JoinRoomResponse]
+    Rematch: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.RematchResponse]
     """After a finished game: a seat in its rematch room (same options and size). The first player to
     ask creates it and is its host; everyone asking later joins that same room.
     """
@@ -109,7 +109,7 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """Watch a room (public information only)."""
     LeaveRoom: _aio.UnaryUnaryMultiCallable[_session_service_pb2.LeaveRoomRequest, _session_service_pb2.LeaveRoomResponse]  # type: ignore[assignment]
     """Give up a seat (lobby) or leave a running game (the seat is then auto-played)."""
-    Rematch: _aio.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.JoinRoomResponse]  # type: ignore[assignment]
+    Rematch: _aio.UnaryUnaryMultiCallable[_session_service_pb2.RematchRequest, _session_service_pb2.RematchResponse]  # type: ignore[assignment]
     """After a finished game: a seat in its rematch room (same options and size). The first player to
     ask creates it and is its host; everyone asking later joins that same room.
     """
@@ -198,7 +198,7 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _session_service_pb2.RematchRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_session_service_pb2.JoinRoomResponse, _abc.Awaitable[_session_service_pb2.JoinRoomResponse]]:
+    ) -> _typing.Union[_session_service_pb2.RematchResponse, _abc.Awaitable[_session_service_pb2.RematchResponse]]:
         """After a finished game: a seat in its rematch room (same options and size). The first player to
         ask creates it and is its host; everyone asking later joins that same room.
         """
