@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ninetynine.gateway.admission import Budgets
 from ninetynine.gateway.convert import server_json
 from ninetynine.gateway.limits import Limits
 from ninetynine.gateway.protocol import server_validator
@@ -107,7 +108,11 @@ async def test_raw_garbage_frames(make_gateway: GatewayFactory, ws_client: WsFac
 
 
 async def test_grpc_connect_with_descriptor_built_messages(make_gateway: GatewayFactory) -> None:
-    running = await make_gateway(LAX)
+    # A new stream after every message that binds: more than the per-address connection rate allows,
+    # which is not what this test is about (tests/security/test_http_edge.py holds the rate).
+    running = await make_gateway(
+        LAX, budgets=Budgets(connection_rate_per_address=1e6, connection_burst_per_address=10**6)
+    )
     counter = iter(range(10**9, 2 * 10**9))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
         streams: list[Any] = []

@@ -113,7 +113,15 @@ async def test_one_move_decodes_its_state_once_and_encodes_its_room_once(
             if view.phase == state_pb2.PHASE_PLAYING and view.my_turn:
                 break
         moves_before = view.seq
-        await asyncio.sleep(0.1)  # presence of the new subscription recorded
+        # The new subscription's presence is a commit of its own: wait until it is recorded, so that
+        # it cannot fall into the counted window.
+        room_id = host.room.room_id
+        for _ in range(200):
+            if (await stub.GetRoom(pb.GetRoomRequest(room_id=room_id))).room.seats[0].connected:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the host's subscription was never recorded as connected")
         encodes.clear()
         with counting() as counts:
             await stub.Play(
