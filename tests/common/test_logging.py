@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -106,3 +107,47 @@ def test_emit_line_writes_what_the_structlog_path_writes() -> None:
     assert list(fast.items()) == list(slow.items())
     assert fast["request_id"] == "req-9" and fast["method"] == "/x.v1.S/M" and fast["room_id"] == "r1"
     assert fast["big"] == 2**70  # beyond orjson's 64 bits: still a number
+
+
+class _CountingStream(io.StringIO):
+    """A stream that counts its writes (each one a system call on a real pipe)."""
+
+    writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+async def test_lines_of_one_loop_turn_reach_the_stream_in_one_write() -> None:
+    stream = _CountingStream()
+    configure_logging("gateway", json_logs=True, stream=stream)
+    for i in range(50):
+        emit_line("gateway.messages", "info", "message", {"type": "play", "n": i})
+    get_logger("gateway.app").info("structlog path too")
+    assert stream.getvalue() == "", "held until the turn ends"
+    await asyncio.sleep(0)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line.get("n") for line in lines] == [*range(50), None]
+    assert stream.writes == 1
+
+
+async def test_warnings_and_errors_are_written_at_once() -> None:
+    stream = _CountingStream()
+    configure_logging("session", json_logs=True, stream=stream)
+    emit_line("session.app", "info", "before", {})
+    emit_line("session.app", "error", "store unreachable", {})
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == [
+        "before",
+        "store unreachable",
+    ]
+    get_logger("session.app").warning("slow commit")
+    assert json.loads(stream.getvalue().splitlines()[-1])["event"] == "slow commit"
+
+
+def test_outside_a_loop_a_line_is_written_at_once() -> None:
+    stream = _CountingStream()
+    configure_logging("engine", json_logs=True, stream=stream)
+    emit_line("engine.app", "info", "listening", {"port": 1})
+    get_logger("engine.app").info("ready")
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == ["listening", "ready"]
