@@ -72,6 +72,7 @@ GATEWAY_SERVICE = gateway_service_pb2.DESCRIPTOR.services_by_name["GatewayServic
 
 # Child log lines can carry a traceback; one line may be long but must not be unbounded.
 _LINE_LIMIT = 1024 * 1024
+_READ_CHUNK = 256 * 1024
 
 
 class PlanError(ValueError):
@@ -376,20 +377,26 @@ class _LogWriter:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def line(self, name: str, raw: bytes) -> None:
+        rendered = self.render(name, raw)
+        if rendered is not None:
+            self.write(rendered)
+
+    def render(self, name: str, raw: bytes) -> str | None:
+        """The line to show for ``raw`` (None: nothing to show)."""
+        if not self.pretty and raw.startswith(b"{") and _service_key(name) in raw:
+            return raw.decode("utf-8", "replace").rstrip("\r\n")  # already says who wrote it
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
         if not text:
-            return
+            return None
         record = _json_object(text)
         if record is None:
-            rendered = f"[{name}] {text}"
-        elif self.pretty:
-            rendered = _pretty(name, record)
-        else:
-            if record.get("service") != name:
-                record["process"] = name  # tells session replicas apart
-                text = json.dumps(record, ensure_ascii=False)
-            rendered = text
-        self.write(rendered)
+            return f"[{name}] {text}"
+        if self.pretty:
+            return _pretty(name, record)
+        if record.get("service") != name:
+            record["process"] = name  # tells session replicas apart
+            return json.dumps(record, ensure_ascii=False)
+        return text
 
     def write(self, text: str) -> None:
         try:
@@ -420,15 +427,32 @@ def _pretty(name: str, record: dict[str, Any]) -> str:
 
 
 async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> None:
+    """Copy a child's output, one write per chunk read rather than one per line."""
+    partial = b""
+    dropping = False  # inside a line over the limit: skip to its end
     while True:
-        try:
-            raw = await stream.readline()
-        except ValueError:  # a line over the limit: the reader dropped it, keep going
-            writer.line(name, b"(a log line longer than 1 MiB was dropped)")
-            continue
-        if not raw:
+        chunk = await stream.read(_READ_CHUNK)
+        if not chunk:
+            if partial and not dropping:
+                writer.line(name, partial)
             return
-        writer.line(name, raw)
+        lines = (partial + chunk).split(b"\n")
+        partial = lines.pop()
+        if dropping and lines:
+            lines.pop(0)  # the over-long line's tail
+            dropping = False
+        if len(partial) > _LINE_LIMIT and not dropping:
+            lines.append(b"(a log line longer than 1 MiB was dropped)")
+            dropping = True
+        if dropping:
+            partial = b""
+        rendered = [text for text in (writer.render(name, raw) for raw in lines) if text is not None]
+        if rendered:
+            writer.write("\n".join(rendered))
+
+
+def _service_key(name: str) -> bytes:
+    return f'"service":"{name}"'.encode()
 
 
 class ChildFailed(RuntimeError):
