@@ -28,7 +28,7 @@ import grpc
 
 from ninetynine.common.context import bind_rpc_fields, new_request_id, request_scope
 from ninetynine.common.errors import Lang, ServiceError
-from ninetynine.common.logging import get_logger
+from ninetynine.common.logging import emit_line, get_logger
 from ninetynine.common.reasons import SERVICE_TEXTS, service_text
 from ninetynine.engine.rules import Reason
 from ninetynine.engine.rules.errors import message as rule_message
@@ -52,8 +52,8 @@ log = get_logger("gateway.messages")
 
 
 def _log_message(line: dict[str, object]) -> None:
-    """The canonical line of one client message."""
-    log.info("message", **line)
+    """The canonical line of one client message (a heartbeat's at debug: it says nothing new)."""
+    emit_line("gateway.messages", "debug" if line["type"] == "ping" else "info", "message", line)
 
 
 # Close codes of docs/client-protocol.md §1.
