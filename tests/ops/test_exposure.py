@@ -163,7 +163,7 @@ async def test_the_session_admits_only_holders_of_the_credential(serve_public: S
     request = reflection_pb2.ServerReflectionRequest(list_services="").SerializeToString()
     for name in ("engine", "session", "gateway"):
         async with grpc.aio.insecure_channel(serve.banner_value(f"grpc {name}")) as channel:
-            probe = channel.unary_unary(reflection)
+            probe = channel.unary_unary(reflection, request_serializer=None, response_deserializer=None)
             with pytest.raises(grpc.aio.AioRpcError) as unimplemented:
                 await probe(request, timeout=5, metadata=bearer_metadata(token))
             assert unimplemented.value.code() is grpc.StatusCode.UNIMPLEMENTED, name
