@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import json
 import os
@@ -376,11 +377,6 @@ class _LogWriter:
     pretty: bool
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    def line(self, name: str, raw: bytes) -> None:
-        rendered = self.render(name, raw)
-        if rendered is not None:
-            self.write(rendered)
-
     def render(self, name: str, raw: bytes) -> str | None:
         """The line to show for ``raw`` (None: nothing to show)."""
         if not self.pretty and raw.startswith(b"{") and _service_key(name) in raw:
@@ -432,16 +428,12 @@ async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> 
     dropping = False  # inside a line over the limit: skip to its end
     while True:
         chunk = await stream.read(_READ_CHUNK)
-        if not chunk:
-            if partial and not dropping:
-                writer.line(name, partial)
-            return
         lines = (partial + chunk).split(b"\n")
-        partial = lines.pop()
+        partial = lines.pop() if chunk else b""  # at the end, an unterminated last line is a line
         if dropping and lines:
             lines.pop(0)  # the over-long line's tail
             dropping = False
-        if len(partial) > _LINE_LIMIT and not dropping:
+        if len(partial) > _LINE_LIMIT:
             lines.append(b"(a log line longer than 1 MiB was dropped)")
             dropping = True
         if dropping:
@@ -449,8 +441,11 @@ async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> 
         rendered = [text for text in (writer.render(name, raw) for raw in lines) if text is not None]
         if rendered:
             writer.write("\n".join(rendered))
+        if not chunk:
+            return
 
 
+@functools.cache
 def _service_key(name: str) -> bytes:
     return f'"service":"{name}"'.encode()
 

@@ -131,6 +131,15 @@ class _NamedWriteLogger(structlog.WriteLogger):
     warn = warning = err = error = critical = exception = failure = fatal = _at_once
 
 
+class _SinkHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Standard-library records into the sink; warnings and errors are not held either."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        if record.levelno >= logging.WARNING:
+            _SINK.flush_now()
+
+
 def _logger_factory(*args: object) -> _NamedWriteLogger:
     return _NamedWriteLogger(str(args[0]) if args else None)
 
@@ -293,7 +302,7 @@ def configure_logging(
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *_PRE_CHAIN],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _render],
     )
-    handler = logging.StreamHandler(_SINK)  # type: ignore[arg-type]
+    handler = _SinkHandler(_SINK)  # type: ignore[arg-type]
     handler.setFormatter(formatter)
     root = logging.getLogger()
     if _settings.handler is not None:
@@ -323,7 +332,8 @@ def emit_line(logger_name: str, level: str, event: str, fields: dict[str, object
     fraction of its cost. ``level`` is a level name (``info``, ``error``...). Fields that need a
     processor (``exc_info``, ``stack_info``) and console output take the structlog path.
     """
-    if _LEVELS[level] < _settings.level:
+    threshold = _LEVELS[level]
+    if threshold < _settings.level:
         return
     if not _settings.json or "exc_info" in fields or "stack_info" in fields:
         getattr(get_logger(logger_name), level)(event, **fields)
@@ -337,7 +347,7 @@ def emit_line(logger_name: str, level: str, event: str, fields: dict[str, object
     event_dict["timestamp"] = _clock.now()
     event_dict.setdefault("service", _settings.service)
     _SINK.write(_dumps(event_dict) + "\n")
-    if _LEVELS[level] >= logging.WARNING:
+    if threshold >= logging.WARNING:
         _SINK.flush_now()
     else:
         _SINK.flush()

@@ -48,12 +48,13 @@ from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
 __all__ = ["Connection", "Outgoing", "Transport"]
 
-log = get_logger("gateway.messages")
+MESSAGES_LOGGER = "gateway.messages"
+log = get_logger(MESSAGES_LOGGER)
 
 
 def _log_message(line: dict[str, object]) -> None:
     """The canonical line of one client message (a heartbeat's at debug: it says nothing new)."""
-    emit_line("gateway.messages", "debug" if line["type"] == "ping" else "info", "message", line)
+    emit_line(MESSAGES_LOGGER, "debug" if line["type"] == "ping" else "info", "message", line)
 
 
 # Close codes of docs/client-protocol.md §1.
