@@ -9,6 +9,7 @@ for it.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from ninetynine.common.errors import ServiceError
@@ -27,6 +28,7 @@ class Presence:
     def __init__(self, cache: RoomCache) -> None:
         self.cache = cache
         self._open: Counter[tuple[str, str]] = Counter()
+        self._closing: set[asyncio.Task[None]] = set()
 
     @staticmethod
     def key(room_id: str, viewer: str | None, digest: bytes) -> tuple[str, str]:
@@ -46,7 +48,15 @@ class Presence:
         if self._open[key] <= 0:
             del self._open[key]
             if record:
-                await self.record(room_id, viewer, digest, False)
+                task = asyncio.create_task(self.record(room_id, viewer, digest, False))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+                await asyncio.shield(task)
+
+    async def settle(self) -> None:
+        """Wait for the closing records still being written (before the store closes)."""
+        while self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def record(self, room_id: str, player_id: str | None, digest: bytes, connected: bool) -> None:
         if player_id is not None:

@@ -108,3 +108,4 @@ class RoomService:
         await asyncio.gather(*self._background, return_exceptions=True)
         self._background = []
         await self.deadlines.finish()
+        await self.presence.settle()

@@ -9,8 +9,10 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 
 import grpc
+import pytest
 from google.rpc import error_details_pb2, status_pb2
 
+from ninetynine.session import rooms
 from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.helpers import eventually, is_korean, sample, wait_finished
 
@@ -202,6 +204,44 @@ async def test_closing_a_subscription_or_the_stream_ends_presence(make_stack) ->
         return presence().get(c.player_id) is False
 
     await eventually(c_gone)
+    watcher.cancel()
+
+
+async def test_a_seat_shows_as_gone_even_when_its_closing_stream_is_cancelled_again(make_stack) -> None:
+    """A client's cancel reaches the server twice (its requests end, its handler is cancelled);
+    the second must not cut short the record that tells the table the seat is gone."""
+    stack = await make_stack(time_scale=1.0)
+    a = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="A", max_seats=2))
+    b = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=a.room.room_id, name="B"))
+    await stack.stub.StartGame(pb.StartGameRequest(token=a.seat_token))
+    watcher = Many(stack.stub)
+    watcher.open(1, a.seat_token)
+    room_id, digest = a.room.room_id, rooms.token_digest(b.seat_token)
+    presence = stack.rooms.presence
+    await presence.opened(room_id, b.player_id, digest)
+
+    def b_connected() -> bool | None:
+        seen = None
+        for e in _events(watcher.items[1]):
+            if e.WhichOneof("kind") == "presence_changed" and e.presence_changed.player_id == b.player_id:
+                seen = e.presence_changed.connected
+        return seen
+
+    async def b_here() -> bool:
+        return b_connected() is True
+
+    await eventually(b_here)
+    async with stack.rooms.cache.lock(room_id):  # the room is busy: the closing record waits
+        closing = asyncio.create_task(presence.closed(room_id, b.player_id, digest, record=True))
+        await asyncio.sleep(0.05)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+
+    async def b_gone() -> bool:
+        return b_connected() is False
+
+    await eventually(b_gone)
     watcher.cancel()
 
 
