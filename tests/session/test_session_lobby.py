@@ -178,7 +178,7 @@ async def _list_all(
 async def test_list_rooms_pages_newest_first_through_waiting_rooms_and_running_games(
     make_stack: MakeStack,
 ) -> None:
-    stack = await make_stack()
+    stack = await make_stack(time_scale=1.0)  # the started games must still be playing when listed
     created = [await _room(stack, name=f"방{i}") for i in range(25)]
     started_ids = set()
     for host in created[:3]:  # three of them start: they stay listed, to be watched
