@@ -51,6 +51,10 @@ SERVICE_TEXTS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "INVALID_NAME": ("이름은 1~24자로 정해 주세요", "Names must be 1 to 24 characters"),
     "INVALID_SEATS": ("자리 수는 2~10이에요", "A room has 2 to 10 seats"),
+    "SEATS_OUTSIDE_RULES": (
+        "{rules} 규칙은 {minPlayers}~{maxPlayers}명이 해요 (자리 {maxSeats}개)",
+        "{rules} is for {minPlayers} to {maxPlayers} players, not {maxSeats} seats",
+    ),
     "INVALID_ACTION": ("낼 카드를 골라 주세요", "The play needs a card id"),
     "INVALID_CLIENT_SEQ": ("client_seq는 1 이상이어야 해요", "client_seq must be 1 or more"),
     "INVALID_PAGE_TOKEN": ("페이지 정보가 올바르지 않아요", "Invalid page token"),

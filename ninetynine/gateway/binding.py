@@ -47,7 +47,9 @@ async def create_room(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId 
         return
     c = msg.create_room
     created = await conn.session.CreateRoom(
-        spb.CreateRoomRequest(name=c.name, options=c.options, max_seats=c.seats),
+        spb.CreateRoomRequest(
+            name=c.name, options=c.options, max_seats=c.seats, rules=c.rules, overrides=c.overrides
+        ),
         metadata=conn.call_metadata(),
         timeout=conn.session_timeout,
     )

@@ -53,7 +53,7 @@ _MODE = enum_json(game_pb2.Mode.DESCRIPTOR)
 def _room_list(codec: Codec) -> Projection:
     def summary(room: spb.Room) -> dict[str, object]:
         host = next((s for s in room.seats if s.player_id == room.host_player_id), None)
-        return {
+        out: dict[str, object] = {
             "roomId": room.room_id,
             "phase": _ROOM_PHASE.get(room.phase, _ROOM_PHASE[0]),
             "hostName": (host.name or host.player_id) if host is not None else room.host_player_id,
@@ -61,6 +61,9 @@ def _room_list(codec: Codec) -> Projection:
             "maxSeats": room.max_seats,
             "mode": _MODE.get(room.options.mode, _MODE[0]),
         }
+        if room.HasField("rules"):
+            out["rules"] = room.rules.name
+        return out
 
     def room_list(msg: gw.RoomList) -> dict[str, object]:
         return {"rooms": [summary(r) for r in msg.rooms]}

@@ -139,6 +139,13 @@ async def list_rooms(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId 
     conn.reply(reply_id, rooms=gw.RoomList(rooms=resp.rooms))
 
 
+async def list_rules(conn: Connection, _msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
+    resp = await conn.session.ListRules(
+        spb.ListRulesRequest(), metadata=conn.call_metadata(), timeout=conn.session_timeout
+    )
+    conn.reply(reply_id, rules_list=gw.RulesList(presets=resp.presets))
+
+
 async def get_replay(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None, _: float) -> None:
     room_id = msg.get_replay.room_id
     replay = await conn.session.GetReplay(
@@ -201,6 +208,7 @@ HANDLERS: Mapping[str, MessageHandler] = _table(
     MessageHandler("hello", hello),
     MessageHandler("ping", ping),
     MessageHandler("listRooms", list_rooms),
+    MessageHandler("listRules", list_rules),
     MessageHandler("getReplay", get_replay),
     MessageHandler("createRoom", binding.create_room, Where.UNBOUND),
     MessageHandler("joinRoom", binding.join_room, Where.UNBOUND),

@@ -87,7 +87,16 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 WS_READ_LIMIT = 1024 * 1024
 SESSION_SERVICE = spb.DESCRIPTOR.services_by_name["SessionService"]
 # Session methods that may run twice with the effect of once: reads, and Play (by client_seq).
-SESSION_IDEMPOTENT = ("GetRoom", "ListRooms", "GetView", "GetResult", "GetReplay", "Play", "Subscribe")
+SESSION_IDEMPOTENT = (
+    "GetRoom",
+    "ListRooms",
+    "ListRules",
+    "GetView",
+    "GetResult",
+    "GetReplay",
+    "Play",
+    "Subscribe",
+)
 # Shared SubscribeMany calls to the session (a few, so several replicas behind round-robin share them).
 DEFAULT_SESSION_STREAMS = 2
 # Shared PlayMany calls carrying the clients' plays (a message on a stream instead of a unary call).

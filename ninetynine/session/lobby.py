@@ -7,11 +7,7 @@ room directly.
 
 from __future__ import annotations
 
-from ninetynine.engine.convert import options_from_proto
-from ninetynine.engine.errors import from_rule_error
-from ninetynine.engine.rules import RuleError
-from ninetynine.engine.v1 import game_pb2
-from ninetynine.session import rooms
+from ninetynine.session import rooms, rulebook
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
 from ninetynine.session.roomcache import Loaded, RoomCache, Step, mode_of, now_ms
@@ -42,26 +38,30 @@ class Lobby:
         self.engine = engine
         self.time_scale = time_scale
 
-    async def create_room(
-        self, name: str, options: game_pb2.Options, max_seats: int
-    ) -> pb.CreateRoomResponse:
-        try:
-            options_from_proto(options)  # refuse bad options now, not at StartGame
-        except RuleError as err:
-            raise from_rule_error(err) from None
+    async def create_room(self, request: pb.CreateRoomRequest) -> pb.CreateRoomResponse:
+        """A new room with the caller as host; options, rules and seats are refused now, not at StartGame."""
+        rulebook.check(request.rules, request.overrides, request.options, request.max_seats)
         for _ in range(10):
             try:
-                return await self._create(rooms.new_room_id(), name, options, max_seats)
+                return await self._create(rooms.new_room_id(), request)
             except RoomAlreadyExists:
                 continue
         raise session_error("ROOM_BUSY")
 
     async def _create(
-        self, room_id: str, name: str, options: game_pb2.Options, max_seats: int, rematch_of: str = ""
+        self, room_id: str, request: pb.CreateRoomRequest, rematch_of: str = ""
     ) -> pb.CreateRoomResponse:
         """Store a new room with its host seated; RoomAlreadyExists when the id is taken."""
         now = now_ms()
-        doc, token = rooms.new_room(room_id, name, options, max_seats, now)
+        doc, token = rooms.new_room(
+            room_id,
+            request.name,
+            request.options,
+            request.max_seats,
+            now,
+            request.rules,
+            request.overrides,
+        )
         doc.rematch_of = rematch_of
         joined = pb.RoomEvent(
             seq=1,
@@ -75,7 +75,7 @@ class Lobby:
             version=1,
             phase="lobby",
             mode=mode_of(doc),
-            seats_total=max_seats,
+            seats_total=doc.max_seats,
             seats_taken=1,
             created_at_ms=now,
             updated_at_ms=now,
@@ -114,7 +114,14 @@ class Lobby:
         await self.cache.mutate(rooms.token_room(token), step)
         room_id, name = chosen["room_id"], chosen["name"]
         try:
-            created = await self._create(room_id, name, source.options, source.max_seats, source.room_id)
+            again = pb.CreateRoomRequest(
+                name=name,
+                options=source.options,
+                max_seats=source.max_seats,
+                rules=source.rules,
+                overrides=source.overrides,
+            )
+            created = await self._create(room_id, again, source.room_id)
         except RoomAlreadyExists:
             # Made by an earlier ask (or, once in a billion, an unrelated room with that code).
             if (await self.cache.load(room_id, fresh=True)).doc.rematch_of != source.room_id:

@@ -71,6 +71,9 @@ def phase_name(doc: doc_pb.RoomDocument) -> str:
 
 
 def mode_of(doc: doc_pb.RoomDocument) -> str:
+    """The rule set the room plays: its preset, else the mode of its options."""
+    if doc.rules:
+        return doc.rules
     return "classic" if doc.options.mode == game_pb2.MODE_CLASSIC else "kr-product"
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import grpc
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.v1 import game_pb2
+from ninetynine.session import rulebook
 from ninetynine.session.errors import session_error
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -162,9 +163,19 @@ def last_refusal(seat: doc_pb.StoredSeat) -> ServiceError | None:
 
 
 def new_room(
-    room_id: str, host_name: str, options: game_pb2.Options, max_seats: int, now_ms: int
+    room_id: str,
+    host_name: str,
+    options: game_pb2.Options,
+    max_seats: int,
+    now_ms: int,
+    rules: str = "",
+    overrides: Mapping[str, str] | None = None,
 ) -> tuple[doc_pb.RoomDocument, str]:
-    """A room in the lobby with its host seated; returns the document and the host's token."""
+    """A room in the lobby with its host seated; returns the document and the host's token.
+
+    ``rules`` and ``overrides`` are stored as given: :func:`ninetynine.session.rulebook.check`
+    has accepted them.
+    """
     if not 2 <= max_seats <= 10:
         raise session_error("INVALID_SEATS", maxSeats=max_seats)
     doc = doc_pb.RoomDocument(
@@ -174,6 +185,8 @@ def new_room(
         max_seats=max_seats,
         created_at_ms=now_ms,
         next_player_number=1,
+        rules=rules,
+        overrides=overrides,
     )
     player_id, token = add_seat(doc, host_name, bot=False)
     doc.host_player_id = player_id
@@ -265,7 +278,7 @@ def public_seat(doc: doc_pb.RoomDocument, seat: doc_pb.StoredSeat) -> pb.Seat:
 
 def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
     """The room as anybody may see it: no token hashes, no game state."""
-    return pb.Room(
+    room = pb.Room(
         room_id=doc.room_id,
         phase=doc.phase,
         options=doc.options,
@@ -279,3 +292,6 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         last_seq=doc.last_seq,
         deadline_ms=doc.deadline_ms if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
     )
+    if doc.rules:
+        room.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides))
+    return room

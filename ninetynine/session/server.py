@@ -42,6 +42,7 @@ from ninetynine.common.runner import add_service_flags, run_service
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.handlers import rules_metrics
 from ninetynine.engine.local import LOCAL_TARGET, LocalEngine
+from ninetynine.session import rulebook
 from ninetynine.session.deadlines import DEFAULT_BOT_THINK_MS, DEFAULT_LEASE_MS
 from ninetynine.session.draining import OpenStreams
 from ninetynine.session.errors import DOMAIN, session_error
@@ -81,7 +82,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def CreateRoom(self, request: pb.CreateRoomRequest, context: Context) -> pb.CreateRoomResponse:
         try:
-            response = await self.rooms.lobby.create_room(request.name, request.options, request.max_seats)
+            response = await self.rooms.lobby.create_room(request)
         except ServiceError as err:
             await self._refuse(context, err)
         bind_rpc_fields(room_id=response.room.room_id, player_id=response.player_id)
@@ -200,6 +201,9 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
             await abort(context, err)
         finally:
             bind_rpc_fields(subscriptions=stream.opened)
+
+    async def ListRules(self, request: pb.ListRulesRequest, context: Context) -> pb.ListRulesResponse:
+        return rulebook.list_rules()
 
     async def GetResult(self, request: pb.GetResultRequest, context: Context) -> pb.GetResultResponse:
         try:

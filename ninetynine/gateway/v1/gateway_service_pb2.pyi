@@ -86,6 +86,7 @@ class ClientMessage(_message.Message):
     GET_REPLAY_FIELD_NUMBER: _builtins.int
     PING_FIELD_NUMBER: _builtins.int
     REMATCH_FIELD_NUMBER: _builtins.int
+    LIST_RULES_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Optional; copied into the one direct reply (1..64 characters)."""
     @_builtins.property
@@ -114,6 +115,8 @@ class ClientMessage(_message.Message):
     def ping(self) -> Global___Ping: ...
     @_builtins.property
     def rematch(self) -> Global___Rematch: ...
+    @_builtins.property
+    def list_rules(self) -> Global___ListRules: ...
     def __init__(
         self,
         *,
@@ -131,12 +134,13 @@ class ClientMessage(_message.Message):
         get_replay: Global___GetReplay | None = ...,
         ping: Global___Ping | None = ...,
         rematch: Global___Rematch | None = ...,
+        list_rules: Global___ListRules | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "list_rules", b"list_rules", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "id", b"id", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["add_bot", b"add_bot", "create_room", b"create_room", "get_replay", b"get_replay", "hello", b"hello", "id", b"id", "join_room", b"join_room", "kind", b"kind", "leave_room", b"leave_room", "list_rooms", b"list_rooms", "list_rules", b"list_rules", "ping", b"ping", "play", b"play", "rematch", b"rematch", "resume", b"resume", "spectate", b"spectate", "start_game", b"start_game"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "create_room", "join_room", "spectate", "resume", "list_rooms", "add_bot", "start_game", "leave_room", "play", "get_replay", "ping", "rematch"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "create_room", "join_room", "spectate", "resume", "list_rooms", "add_bot", "start_game", "leave_room", "play", "get_replay", "ping", "rematch", "list_rules"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -182,16 +186,44 @@ class CreateRoom(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class OverridesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NAME_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1..24 characters."""
     seats: _builtins.int
     """2..10."""
+    rules: _builtins.str
+    """A preset (listRules); absent = the mode of `options`."""
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """Unset fields take the spec's defaults."""
+
+    @_builtins.property
+    def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """House rules over the preset: at most 16, values at most 32 characters."""
 
     def __init__(
         self,
@@ -199,10 +231,12 @@ class CreateRoom(_message.Message):
         name: _builtins.str = ...,
         seats: _builtins.int = ...,
         options: _game_pb2.Options | None = ...,
+        rules: _builtins.str = ...,
+        overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "options", b"options", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules", "seats", b"seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -294,6 +328,23 @@ class ListRooms(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListRooms: _TypeAlias = ListRooms  # noqa: Y015
+
+@_typing.final
+class ListRules(_message.Message):
+    """The presets a room may play (createRoom's `rules`), answered by RulesList."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRules: _TypeAlias = ListRules  # noqa: Y015
 
 @_typing.final
 class AddBot(_message.Message):
@@ -462,6 +513,7 @@ class ServerMessage(_message.Message):
     PONG_FIELD_NUMBER: _builtins.int
     GOODBYE_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    RULES_LIST_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The id of the client message this directly answers; empty for pushed messages. The JSON
     protocol echoes the client's id as it came (a string or a number) after the type.
@@ -492,6 +544,8 @@ class ServerMessage(_message.Message):
     def goodbye(self) -> Global___Goodbye: ...
     @_builtins.property
     def error(self) -> Global___Error: ...
+    @_builtins.property
+    def rules_list(self) -> Global___RulesList: ...
     def __init__(
         self,
         *,
@@ -509,12 +563,13 @@ class ServerMessage(_message.Message):
         pong: Global___Pong | None = ...,
         goodbye: Global___Goodbye | None = ...,
         error: Global___Error | None = ...,
+        rules_list: Global___RulesList | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "goodbye", b"goodbye", "joined", b"joined", "kind", b"kind", "left", b"left", "played", b"played", "pong", b"pong", "replay", b"replay", "room", b"room", "rooms", b"rooms", "snapshot", b"snapshot", "view", b"view", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "goodbye", b"goodbye", "joined", b"joined", "kind", b"kind", "left", b"left", "played", b"played", "pong", b"pong", "replay", b"replay", "room", b"room", "rooms", b"rooms", "rules_list", b"rules_list", "snapshot", b"snapshot", "view", b"view", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "goodbye", b"goodbye", "id", b"id", "joined", b"joined", "kind", b"kind", "left", b"left", "played", b"played", "pong", b"pong", "replay", b"replay", "room", b"room", "rooms", b"rooms", "snapshot", b"snapshot", "view", b"view", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "goodbye", b"goodbye", "id", b"id", "joined", b"joined", "kind", b"kind", "left", b"left", "played", b"played", "pong", b"pong", "replay", b"replay", "room", b"room", "rooms", b"rooms", "rules_list", b"rules_list", "snapshot", b"snapshot", "view", b"view", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["welcome", "joined", "room", "rooms", "event", "view", "snapshot", "played", "left", "replay", "pong", "goodbye", "error"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["welcome", "joined", "room", "rooms", "event", "view", "snapshot", "played", "left", "replay", "pong", "goodbye", "error", "rules_list"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -629,6 +684,30 @@ class RoomList(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RoomList: _TypeAlias = RoomList  # noqa: Y015
+
+@_typing.final
+class RulesList(_message.Message):
+    """Every preset a room may play, the spec's two modes first. Fixed for a server build: a client
+    may keep it for the connection's life.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRESETS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def presets(self) -> _containers.RepeatedCompositeFieldContainer[_session_service_pb2.RuleSummary]: ...
+    def __init__(
+        self,
+        *,
+        presets: _abc.Iterable[_session_service_pb2.RuleSummary] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["presets", b"presets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RulesList: _TypeAlias = RulesList  # noqa: Y015
 
 @_typing.final
 class EventPush(_message.Message):

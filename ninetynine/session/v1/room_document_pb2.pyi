@@ -204,6 +204,26 @@ class RoomDocument(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class OverridesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ROOM_ID_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
@@ -224,6 +244,8 @@ class RoomDocument(_message.Message):
     SPECTATORS_FIELD_NUMBER: _builtins.int
     REMATCH_ROOM_ID_FIELD_NUMBER: _builtins.int
     REMATCH_OF_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     phase: _session_service_pb2.RoomPhase.ValueType
     max_seats: _builtins.int
@@ -242,6 +264,10 @@ class RoomDocument(_message.Message):
     """Finished rooms: the room "한 판 더" (Rematch) seats its players in, chosen by the first to ask."""
     rematch_of: _builtins.str
     """A rematch room: the finished room it continues."""
+    rules: _builtins.str
+    """The preset the room plays (empty: the mode of `options`) and its house rules, as given at
+    CreateRoom; a rematch keeps them.
+    """
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -260,6 +286,8 @@ class RoomDocument(_message.Message):
     def moves(self) -> _containers.RepeatedCompositeFieldContainer[_session_service_pb2.ReplayMove]: ...
     @_builtins.property
     def spectators(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredSpectator]: ...
+    @_builtins.property
+    def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
         self,
         *,
@@ -283,10 +311,12 @@ class RoomDocument(_message.Message):
         spectators: _abc.Iterable[Global___StoredSpectator] | None = ...,
         rematch_room_id: _builtins.str = ...,
         rematch_of: _builtins.str = ...,
+        rules: _builtins.str = ...,
+        overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "overrides", b"overrides", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -98,6 +98,7 @@ class Room(_message.Message):
     CREATED_AT_MS_FIELD_NUMBER: _builtins.int
     LAST_SEQ_FIELD_NUMBER: _builtins.int
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     """Short join code."""
     phase: Global___RoomPhase.ValueType
@@ -114,6 +115,12 @@ class Room(_message.Message):
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___Seat]: ...
+    @_builtins.property
+    def rules(self) -> Global___RuleSummary:
+        """The preset the room plays and its house rules; unset when the room plays the mode of its
+        options (kr-product or classic), as rooms did before presets.
+        """
+
     def __init__(
         self,
         *,
@@ -127,14 +134,89 @@ class Room(_message.Message):
         created_at_ms: _builtins.int = ...,
         last_seq: _builtins.int = ...,
         deadline_ms: _builtins.int = ...,
+        rules: Global___RuleSummary | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rules", b"rules"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_ms", b"deadline_ms", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "options", b"options", "phase", b"phase", "room_id", b"room_id", "seats", b"seats", "spectator_count", b"spectator_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_ms", b"deadline_ms", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "options", b"options", "phase", b"phase", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_count", b"spectator_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Room: _TypeAlias = Room  # noqa: Y015
+
+@_typing.final
+class RuleSummary(_message.Message):
+    """A rule set as players see it: an entry of the preset list, or what a room plays."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class OverridesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    SUMMARY_EN_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    MIN_PLAYERS_FIELD_NUMBER: _builtins.int
+    MAX_PLAYERS_FIELD_NUMBER: _builtins.int
+    THRESHOLDS_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The preset's name ("na-online", "ru-99"...): what CreateRoomRequest.rules takes."""
+    summary: _builtins.str
+    """Its one-line description, Korean and English."""
+    summary_en: _builtins.str
+    source: _builtins.str
+    """The source document and section (docs/rule-sets.md)."""
+    min_players: _builtins.int
+    """The players it is for: a room's seats must be within."""
+    max_players: _builtins.int
+    @_builtins.property
+    def thresholds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The totals where tokens change hands (33, 66, 99 in the online version), ascending; empty
+        when the rule set has none.
+        """
+
+    @_builtins.property
+    def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """A room's house rules over the preset, as it was created with them; empty in the list."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        summary_en: _builtins.str = ...,
+        source: _builtins.str = ...,
+        min_players: _builtins.int = ...,
+        max_players: _builtins.int = ...,
+        thresholds: _abc.Iterable[_builtins.int] | None = ...,
+        overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_players", b"max_players", "min_players", b"min_players", "name", b"name", "overrides", b"overrides", "source", b"source", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RuleSummary: _TypeAlias = RuleSummary  # noqa: Y015
 
 @_typing.final
 class CreateRoomRequest(_message.Message):
@@ -142,16 +224,48 @@ class CreateRoomRequest(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class OverridesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NAME_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     MAX_SEATS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The host's display name (1..24 characters)."""
     max_seats: _builtins.int
-    """Number of seats, 2..10."""
+    """Number of seats, 2..10, within the preset's players range."""
+    rules: _builtins.str
+    """A preset name (`ListRules`); empty = the mode of `options`. An unknown one is refused
+    (UNKNOWN_RULES) here, not at StartGame.
+    """
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """Game options; turn_seconds is the turn limit (10, 15, 20 or 30)."""
+
+    @_builtins.property
+    def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """House rules over the preset: at most 16 entries, keys and values at most 32 characters
+        (INVALID_OVERRIDE otherwise, as for a key or value the engine does not take).
+        """
 
     def __init__(
         self,
@@ -159,10 +273,12 @@ class CreateRoomRequest(_message.Message):
         name: _builtins.str = ...,
         options: _game_pb2.Options | None = ...,
         max_seats: _builtins.int = ...,
+        rules: _builtins.str = ...,
+        overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_seats", b"max_seats", "name", b"name", "options", b"options"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_seats", b"max_seats", "name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1351,6 +1467,45 @@ class SubscriptionEnd(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubscriptionEnd: _TypeAlias = SubscriptionEnd  # noqa: Y015
+
+@_typing.final
+class ListRulesRequest(_message.Message):
+    """List the presets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRulesRequest: _TypeAlias = ListRulesRequest  # noqa: Y015
+
+@_typing.final
+class ListRulesResponse(_message.Message):
+    """Every preset, the spec's two modes first."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRESETS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def presets(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuleSummary]: ...
+    def __init__(
+        self,
+        *,
+        presets: _abc.Iterable[Global___RuleSummary] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["presets", b"presets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRulesResponse: _TypeAlias = ListRulesResponse  # noqa: Y015
 
 @_typing.final
 class GetResultRequest(_message.Message):

@@ -110,6 +110,11 @@ class SessionServiceStub:
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.FromString,
                 _registered_method=True)
+        self.ListRules = channel.unary_unary(
+                '/ninetynine.session.v1.SessionService/ListRules',
+                request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesResponse.FromString,
+                _registered_method=True)
         self.GetResult = channel.unary_unary(
                 '/ninetynine.session.v1.SessionService/GetResult',
                 request_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.GetResultRequest.SerializeToString,
@@ -242,6 +247,14 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRules(self, request, context):
+        """Every preset a room may play (CreateRoomRequest.rules), in the order docs/rule-sets.md lists
+        them. The list is fixed for a build of the rules: cache it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetResult(self, request, context):
         """The result of a finished game.
         """
@@ -328,6 +341,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SubscribeMany,
                     request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.FromString,
                     response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.SerializeToString,
+            ),
+            'ListRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRules,
+                    request_deserializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesRequest.FromString,
+                    response_serializer=ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesResponse.SerializeToString,
             ),
             'GetResult': grpc.unary_unary_rpc_method_handler(
                     servicer.GetResult,
@@ -724,6 +742,33 @@ class SessionService:
             '/ninetynine.session.v1.SessionService/SubscribeMany',
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyRequest.SerializeToString,
             ninetynine_dot_session_dot_v1_dot_session__service__pb2.SubscribeManyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ninetynine.session.v1.SessionService/ListRules',
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesRequest.SerializeToString,
+            ninetynine_dot_session_dot_v1_dot_session__service__pb2.ListRulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -85,6 +85,10 @@ class SessionServiceStub:
     items of several subscriptions that are ready together travel in one message. A failed
     subscription ends with its own status; the stream itself goes on.
     """
+    ListRules: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.ListRulesRequest, _session_service_pb2.ListRulesResponse]
+    """Every preset a room may play (CreateRoomRequest.rules), in the order docs/rule-sets.md lists
+    them. The list is fixed for a build of the rules: cache it.
+    """
     GetResult: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetResultRequest, _session_service_pb2.GetResultResponse]
     """The result of a finished game."""
     GetReplay: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetReplayRequest, _session_service_pb2.GetReplayResponse]
@@ -146,6 +150,10 @@ class SessionServiceAsyncStub(SessionServiceStub):
     subscription under an id the caller picks; its items come back tagged with that id, and the
     items of several subscriptions that are ready together travel in one message. A failed
     subscription ends with its own status; the stream itself goes on.
+    """
+    ListRules: _aio.UnaryUnaryMultiCallable[_session_service_pb2.ListRulesRequest, _session_service_pb2.ListRulesResponse]  # type: ignore[assignment]
+    """Every preset a room may play (CreateRoomRequest.rules), in the order docs/rule-sets.md lists
+    them. The list is fixed for a build of the rules: cache it.
     """
     GetResult: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetResultRequest, _session_service_pb2.GetResultResponse]  # type: ignore[assignment]
     """The result of a finished game."""
@@ -289,6 +297,16 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         subscription under an id the caller picks; its items come back tagged with that id, and the
         items of several subscriptions that are ready together travel in one message. A failed
         subscription ends with its own status; the stream itself goes on.
+        """
+
+    @_abc_1.abstractmethod
+    def ListRules(
+        self,
+        request: _session_service_pb2.ListRulesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.ListRulesResponse, _abc.Awaitable[_session_service_pb2.ListRulesResponse]]:
+        """Every preset a room may play (CreateRoomRequest.rules), in the order docs/rule-sets.md lists
+        them. The list is fixed for a build of the rules: cache it.
         """
 
     @_abc_1.abstractmethod
