@@ -312,6 +312,16 @@ class Codec:
                     self.decoder(_sub(field))(value, sub)
 
             return decode_message
+        if field.is_repeated and _sub(field).GetOptions().map_entry:
+            value_field = _sub(field).fields_by_name["value"]
+            if value_field.type == FieldDescriptor.TYPE_MESSAGE:
+                raise NotImplementedError(f"{field.full_name}: maps of messages are not decoded")
+            entry_value = self._value_decoder(value_field)
+
+            def decode_map(raw: Mapping[str, Any], out: Any) -> None:
+                getattr(out, name).update({k: entry_value(v) for k, v in raw.get(key, {}).items()})
+
+            return decode_map
         if field.is_repeated and field.type == FieldDescriptor.TYPE_MESSAGE:
 
             def decode_messages(raw: Mapping[str, Any], out: Any) -> None:

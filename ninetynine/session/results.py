@@ -5,6 +5,7 @@ from __future__ import annotations
 from ninetynine.engine.convert import result_into
 from ninetynine.engine.errors import from_rule_error
 from ninetynine.engine.rules import RuleError, check_replayable, game_result
+from ninetynine.session import rulebook
 from ninetynine.session.errors import session_error
 from ninetynine.session.roomcache import Loaded, RoomCache
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -47,6 +48,8 @@ class Results:
             display_names={s.player_id: s.name for s in doc.seats},
             started_at_ms=doc.started_at_ms,
         )
+        if doc.rules:
+            response.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides))
         after = 0
         while True:
             batch = await self.cache.store_call("read", self.store.read_events(room_id, after, 1000))

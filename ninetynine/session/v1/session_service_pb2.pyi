@@ -1612,8 +1612,8 @@ Global___ReplayMove: _TypeAlias = ReplayMove  # noqa: Y015
 
 @_typing.final
 class GetReplayResponse(_message.Message):
-    """Everything needed to re-run the game: Setup(player_ids, options, seed) then every move,
-    and the full event log (all audiences) to compare against.
+    """Everything needed to re-run the game: Setup(player_ids, options, seed, rules.name,
+    rules.overrides) then every move, and the full event log (all audiences) to compare against.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -1647,6 +1647,7 @@ class GetReplayResponse(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     DISPLAY_NAMES_FIELD_NUMBER: _builtins.int
     STARTED_AT_MS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     seed_commitment: _builtins.str
     started_at_ms: _builtins.int
@@ -1662,6 +1663,10 @@ class GetReplayResponse(_message.Message):
     def result(self) -> _game_pb2.GameResult: ...
     @_builtins.property
     def display_names(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def rules(self) -> Global___RuleSummary:
+        """The preset played and its house rules; unset for kr-product and classic."""
+
     def __init__(
         self,
         *,
@@ -1674,10 +1679,11 @@ class GetReplayResponse(_message.Message):
         result: _game_pb2.GameResult | None = ...,
         display_names: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         started_at_ms: _builtins.int = ...,
+        rules: Global___RuleSummary | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "result", b"result", "rules", b"rules"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_names", b"display_names", "events", b"events", "moves", b"moves", "options", b"options", "player_ids", b"player_ids", "result", b"result", "seed", b"seed", "seed_commitment", b"seed_commitment", "started_at_ms", b"started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_names", b"display_names", "events", b"events", "moves", b"moves", "options", b"options", "player_ids", b"player_ids", "result", b"result", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "started_at_ms", b"started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

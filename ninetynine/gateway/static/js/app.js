@@ -32,7 +32,11 @@ const app = {
   table: null,
   rematch: null, // {bots, start}: a "한 판 더" room being set up like the last one
   verifyNext: false, // the replay asked for is for the deal check, not for watching
+  presets: [], // the server's rulesList: every preset a room may play
 };
+
+// The spec's two modes are the mode select's; the preset select offers the others.
+const SPEC_MODES = new Set(['kr-product', 'classic']);
 
 // -- screens and small UI pieces ------------------------------------------------------------
 
@@ -59,10 +63,54 @@ function setConnState(state) {
   app.table?.setConnection(state);
 }
 
-function fillSelects() {
+/** A preset's one-line description in the UI's language. */
+export function presetSummary(preset) {
+  return (lang() === 'en' ? preset.summaryEn : preset.summary) || preset.name;
+}
+
+function chosenPreset() {
+  return app.presets.find((p) => p.name === $('#opt-rules').value) ?? null;
+}
+
+/** The preset select from the server's list, keeping the choice; the form follows the choice. */
+function fillPresets() {
+  const sel = $('#opt-rules');
+  const keep = sel.value;
+  fill(sel, h('option', { value: '' }, t('presetNone')),
+    ...app.presets.filter((p) => !SPEC_MODES.has(p.name)).map((p) => h('option', { value: p.name }, p.name)));
+  sel.value = app.presets.some((p) => p.name === keep) ? keep : '';
+  presetChosen();
+}
+
+/** A preset plays its own deck, lives and hand: only seats (within its players) and the turn time stay. */
+function presetChosen() {
+  const preset = chosenPreset();
+  for (const el of document.querySelectorAll('[data-mode-only]')) el.hidden = Boolean(preset);
+  $('#house-rules-field').hidden = !preset;
+  $('#rules-summary').textContent = preset ? `${presetSummary(preset)} · ${preset.source}` : '';
+  fillSeats(preset);
+}
+
+function fillSeats(preset) {
   const seats = $('#opt-seats');
-  fill(seats, ...Array.from({ length: 9 }, (_, i) => h('option', { value: i + 2 }, t('people', { n: i + 2 }))));
-  seats.value = seats.dataset.value ?? '4';
+  const [min, max] = preset ? [preset.minPlayers, preset.maxPlayers] : [2, 10];
+  const keep = Number(seats.value || seats.dataset.value || 4);
+  fill(seats, ...Array.from({ length: max - min + 1 }, (_, i) => h('option', { value: i + min }, t('people', { n: i + min }))));
+  seats.value = String(Math.min(max, Math.max(min, keep)));
+}
+
+/** "reverse=8, tokens=5" -> {reverse: '8', tokens: '5'}; the server checks keys and values. */
+function readOverrides() {
+  const out = {};
+  for (const pair of $('#opt-overrides').value.split(/[,;\n]+/)) {
+    const [key, ...rest] = pair.split('=');
+    if (key.trim()) out[key.trim()] = rest.join('=').trim();
+  }
+  return out;
+}
+
+function fillSelects() {
+  fillSeats(chosenPreset());
   for (const [key, values] of Object.entries(OPTION_VALUES)) {
     const sel = $(`[data-opt="${key}"]`);
     const keep = sel.value;
@@ -86,6 +134,7 @@ function applyLanguage() {
   translateStatic();
   if (app.sound) renderSoundToggle();
   fillSelects();
+  fillPresets();
   setConnState($('[data-testid="connection"]').dataset.state);
   if (app.room) renderWaitingRoom();
   if (app.view) { tailorHelp(app.view.mode, app.view.options); app.table.render(app.view); }
@@ -131,7 +180,7 @@ function renderRooms(rooms) {
       h('div', {},
         h('b', { class: 'mono' }, r.roomId), ' ',
         h('span', { class: `phase phase-${r.phase}` }, t(r.phase)),
-        h('div', { class: 'muted' }, `${r.hostName} · ${r.seated}/${r.maxSeats} · ${r.mode}`)),
+        h('div', { class: 'muted' }, `${r.hostName} · ${r.seated}/${r.maxSeats} · ${r.rules ?? r.mode}`)),
       h('div', { class: 'row' },
         r.phase === 'waiting' && r.seated < r.maxSeats
           ? h('button', { type: 'button', class: 'btn small primary', 'data-action': 'join', onclick: () => joinRoom(r.roomId) }, t('join'))
@@ -168,6 +217,11 @@ function renderWaitingRoom() {
       h('div', { class: 'muted' }, t('shareCode')),
       h('button', { type: 'button', class: 'room-code mono', 'data-testid': 'room-code',
         onclick: () => navigator.clipboard?.writeText(room.roomId).then(() => toast(t('copied')), () => {}) }, room.roomId)),
+    room.rules ? h('div', { class: 'room-rules', 'data-testid': 'room-rules', 'data-rules': room.rules.name },
+      h('b', {}, room.rules.name), ' ', h('span', { class: 'muted' }, presetSummary(room.rules)),
+      Object.keys(room.rules.overrides).length
+        ? h('div', { class: 'muted mono' }, Object.entries(room.rules.overrides).map(([k, v]) => `${k}=${v}`).join(', '))
+        : null) : null,
     h('ul', { class: 'seats' }, seats),
     room.spectators ? h('div', { class: 'muted' }, t('spectators', { n: room.spectators })) : null,
     h('div', { class: 'row center' },
@@ -194,7 +248,14 @@ function send(message) {
 function createRoom() {
   const name = playerName();
   if (!name) return;
-  send({ type: 'createRoom', name, seats: Number($('#opt-seats').value), options: readOptions() });
+  const message = { type: 'createRoom', name, seats: Number($('#opt-seats').value), options: readOptions() };
+  const preset = chosenPreset();
+  if (preset) {
+    message.rules = preset.name;
+    const overrides = readOverrides();
+    if (Object.keys(overrides).length) message.overrides = overrides;
+  }
+  send(message);
 }
 
 function roomCode() {
@@ -362,6 +423,11 @@ function onMessage(msg) {
   switch (msg.type) {
     case 'welcome':
       if (!app.conn.inRoom) app.conn.send({ type: 'listRooms' });
+      if (!app.presets.length) app.conn.send({ type: 'listRules' });
+      break;
+    case 'rulesList':
+      app.presets = msg.presets;
+      fillPresets();
       break;
     case 'joined':
       if (app.room && app.room.roomId !== msg.roomId) {
@@ -487,6 +553,7 @@ async function startDemo() {
 
 function wire() {
   $('[data-testid="create-room"]').addEventListener('click', createRoom);
+  $('#opt-rules').addEventListener('change', presetChosen);
   $('[data-testid="join-room"]').addEventListener('click', () => joinRoom());
   $('[data-testid="spectate-room"]').addEventListener('click', () => spectate());
   $('[data-testid="refresh-rooms"]').addEventListener('click', () => send({ type: 'listRooms' }));

@@ -83,6 +83,7 @@ export class Table {
     this.bannerTimer = null;
     this.longestTurn = 0; // the longest human turn seen this game: a much shorter one is the 3-second rule
     this.confirmingLeave = false;
+    this.rules = null; // the room's preset ({name, summary, thresholds...}); null for the spec's modes
     this.build();
     this.tick = this.tick.bind(this);
     requestAnimationFrame(this.tick);
@@ -97,8 +98,10 @@ export class Table {
     this.timerArc = ring(TIMER_R, 'timer-arc', {
       'stroke-dasharray': CIRC(TIMER_R), 'stroke-dashoffset': 0, transform: 'rotate(-90 130 130)',
     });
+    this.marks = svg('g', { class: 'threshold-marks' });
     this.gaugeSvg = svg('svg', { viewBox: '0 0 260 260', class: 'gauge', 'data-testid': 'gauge', 'aria-hidden': 'true' },
-      ring(TIMER_R, 'timer-track'), this.timerArc, ring(GAUGE_R, 'gauge-track'), this.gaugeArc);
+      ring(TIMER_R, 'timer-track'), this.timerArc, ring(GAUGE_R, 'gauge-track'), this.gaugeArc, this.marks);
+    this.rulesEl = h('div', { class: 'table-rules', 'data-testid': 'table-rules', hidden: true });
     this.timerBox = h('div', { class: 'timer', 'data-testid': 'timer', role: 'timer' });
     this.totalEl = h('div', { class: 'total', 'data-testid': 'total', 'aria-live': 'polite' }, '0');
     this.arrow = h('div', { class: 'direction', 'data-testid': 'direction', role: 'img' },
@@ -122,7 +125,7 @@ export class Table {
       this.offline,
       this.opponents,
       h('div', { class: 'middle' },
-        h('div', { class: 'dir-box' }, this.arrow, this.dirLabel, this.info),
+        h('div', { class: 'dir-box' }, this.arrow, this.dirLabel, this.info, this.rulesEl),
         centre,
         h('div', { class: 'pile-box' }, this.pile),
         this.banner),
@@ -136,10 +139,34 @@ export class Table {
 
   setRoom(room) {
     this.seats = new Map(room.seats.map((s) => [s.playerId, s]));
+    this.setRules(room.rules ?? null);
     if (this.view) {
       this.renderOpponents(this.view, null);
       this.renderMe(this.view);
     }
+  }
+
+  /** The preset played: its name at the table, its thresholds marked on the gauge (33, 66, 99...). */
+  setRules(rules) {
+    this.rules = rules;
+    this.rulesEl.hidden = !rules;
+    this.rulesEl.dataset.rules = rules?.name ?? '';
+    this.rulesEl.textContent = rules?.name ?? '';
+    this.rulesEl.title = rules ? (lang() === 'en' ? rules.summaryEn : rules.summary) : '';
+    const at = (total, r) => {
+      const angle = (total / 99) * 2 * Math.PI - Math.PI / 2;
+      return [130 + r * Math.cos(angle), 130 + r * Math.sin(angle)];
+    };
+    fill(this.marks, ...(rules?.thresholds ?? []).map((total) => {
+      const [x1, y1] = at(total, GAUGE_R - 12);
+      const [x2, y2] = at(total, GAUGE_R + 12);
+      return svg('line', { x1, y1, x2, y2, class: 'threshold-mark', 'data-testid': 'threshold-mark', 'data-at': total });
+    }));
+  }
+
+  /** Lives, or a preset's tokens (pennies, corners): hearts for the spec's modes, coins otherwise. */
+  tokenGlyph() {
+    return this.rules ? '🪙' : '♥';
   }
 
   /** The connection state: anything but open shows "연결 끊김" over the table. */
@@ -227,6 +254,17 @@ export class Table {
         this.longestTurn = Math.max(this.longestTurn, span);
         break;
       }
+      case 'turnSkipped':
+        this.announce('skipped', t('bn_skipped', { name: name(event.player), by: name(event.by) }));
+        break;
+      case 'playAgain':
+        this.announce('playAgain', t('bn_playAgain', { name: name(event.player) }));
+        break;
+      case 'tokensPaid':
+        this.sound('lose');
+        this.announce('tokensPaid', t(event.player === event.by ? 'bn_tokensPaidSelf' : 'bn_tokensPaid', {
+          name: name(event.player), n: event.tokens, left: event.left, at: event.at }));
+        break;
       case 'gameFinished':
         this.sound('end');
         break;
@@ -365,8 +403,10 @@ export class Table {
       const connected = seat ? seat.connected : true;
       const current = view.phase === 'playing' && view.current === p.id;
       const hearts = [];
-      for (let k = 0; k < p.lives; k++) hearts.push(h('span', { class: 'heart' }, '♥'));
-      if (before && before.lives > p.lives) hearts.push(h('span', { class: 'heart breaking' }, '♥'));
+      const glyph = this.tokenGlyph();
+      if (this.rules && p.lives > 3) hearts.push(h('span', { class: 'heart' }, `${glyph}×${p.lives}`));
+      else for (let k = 0; k < p.lives; k++) hearts.push(h('span', { class: 'heart' }, glyph));
+      if (before && before.lives > p.lives) hearts.push(h('span', { class: 'heart breaking' }, glyph));
       const name = displayName(p.name, seat?.bot);
       items.push(h('div', {
         class: `opponent${current ? ' current' : ''}${p.alive ? '' : ' out'}${connected ? '' : ' offline'}${seat?.bot ? ' bot' : ''}`,
@@ -399,7 +439,8 @@ export class Table {
     fill(this.me,
       h('span', { class: 'avatar small' }, avatarLetter(me.name)),
       h('b', {}, me.name), h('span', { class: 'muted' }, ` (${t('you')})`),
-      showLives ? h('span', { class: 'my-lives', 'data-testid': 'my-lives' }, '♥'.repeat(me.lives) || '♡') : null,
+      showLives ? h('span', { class: 'my-lives', 'data-testid': 'my-lives', 'data-lives': me.lives },
+        this.rules ? `${this.tokenGlyph()}×${me.lives}` : '♥'.repeat(me.lives) || '♡') : null,
       !me.alive ? h('span', { class: 'tag' }, t('eliminatedTag')) : null);
   }
 
