@@ -48,15 +48,41 @@ class SetupRequest(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class OverridesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     PLAYER_IDS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     DISPLAY_NAMES_FIELD_NUMBER: _builtins.int
     NOW_MS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     """RNG seed; unset = the engine draws a random one. Keep it secret until the end."""
     now_ms: _builtins.int
     """Clock for the first turn (ms since epoch); 0 or negative = the engine's clock."""
+    rules: _builtins.str
+    """A preset name from ListRules (e.g. "na-standard"); empty = the mode named in `options`,
+    as before. With a preset, `options` is ignored except for its mode label.
+    """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """2..10 unique ids, in seat (clockwise) order."""
@@ -69,6 +95,13 @@ class SetupRequest(_message.Message):
     def display_names(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Optional display names by player id."""
 
+    @_builtins.property
+    def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """A house-rules sheet over the preset (only with `rules`): at most 32 entries, keys and
+        values of at most 32 characters; the keys are listed in docs/rule-sets.md
+        ("Overrides"), e.g. "reverse" = "8", "to99" = "9", "plusMinus" = "10", "tokens" = "5".
+        """
+
     def __init__(
         self,
         *,
@@ -77,10 +110,12 @@ class SetupRequest(_message.Message):
         seed: _builtins.int | None = ...,
         display_names: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         now_ms: _builtins.int = ...,
+        rules: _builtins.str = ...,
+        overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "display_names", b"display_names", "now_ms", b"now_ms", "options", b"options", "player_ids", b"player_ids", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "display_names", b"display_names", "now_ms", b"now_ms", "options", b"options", "overrides", b"overrides", "player_ids", b"player_ids", "rules", b"rules", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from ninetynine.engine.v1 import engine_service_pb2 as ninetynine_dot_engine_dot_v1_dot_engine__service__pb2
+from ninetynine.engine.v1 import rules_pb2 as ninetynine_dot_engine_dot_v1_dot_rules__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -63,6 +64,11 @@ class EngineServiceStub:
                 request_serializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutResponse.FromString,
                 _registered_method=True)
+        self.ListRules = channel.unary_unary(
+                '/ninetynine.engine.v1.EngineService/ListRules',
+                request_serializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServiceServicer:
@@ -105,6 +111,13 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRules(self, request, context):
+        """Every preset SetupRequest.rules takes, with its whole rule set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +140,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.Timeout,
                     request_deserializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutRequest.FromString,
                     response_serializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutResponse.SerializeToString,
+            ),
+            'ListRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRules,
+                    request_deserializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.FromString,
+                    response_serializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -246,6 +264,33 @@ class EngineService:
             '/ninetynine.engine.v1.EngineService/Timeout',
             ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutRequest.SerializeToString,
             ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.TimeoutResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ninetynine.engine.v1.EngineService/ListRules',
+            ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.SerializeToString,
+            ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from grpc import aio as _aio
 from ninetynine.engine.v1 import engine_service_pb2 as _engine_service_pb2
+from ninetynine.engine.v1 import rules_pb2 as _rules_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys
@@ -50,6 +51,8 @@ class EngineServiceStub:
     """What one player (or a spectator) may see, with the legal plays."""
     Timeout: _grpc.UnaryUnaryMultiCallable[_engine_service_pb2.TimeoutRequest, _engine_service_pb2.TimeoutResponse]
     """Play the automatic move of spec §8.5 for the current player."""
+    ListRules: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ListRulesRequest, _rules_pb2.ListRulesResponse]
+    """Every preset SetupRequest.rules takes, with its whole rule set."""
 
 @_typing.type_check_only
 class EngineServiceAsyncStub(EngineServiceStub):
@@ -73,6 +76,8 @@ class EngineServiceAsyncStub(EngineServiceStub):
     """What one player (or a spectator) may see, with the legal plays."""
     Timeout: _aio.UnaryUnaryMultiCallable[_engine_service_pb2.TimeoutRequest, _engine_service_pb2.TimeoutResponse]  # type: ignore[assignment]
     """Play the automatic move of spec §8.5 for the current player."""
+    ListRules: _aio.UnaryUnaryMultiCallable[_rules_pb2.ListRulesRequest, _rules_pb2.ListRulesResponse]  # type: ignore[assignment]
+    """Every preset SetupRequest.rules takes, with its whole rule set."""
 
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """The stateless ninety-nine rules engine. Every call carries the whole State and gets the
@@ -117,5 +122,13 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_engine_service_pb2.TimeoutResponse, _abc.Awaitable[_engine_service_pb2.TimeoutResponse]]:
         """Play the automatic move of spec §8.5 for the current player."""
+
+    @_abc_1.abstractmethod
+    def ListRules(
+        self,
+        request: _rules_pb2.ListRulesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.ListRulesResponse, _abc.Awaitable[_rules_pb2.ListRulesResponse]]:
+        """Every preset SetupRequest.rules takes, with its whole rule set."""
 
 def add_EngineServiceServicer_to_server(servicer: EngineServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

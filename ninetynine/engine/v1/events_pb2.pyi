@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
+from ninetynine.engine.v1 import rules_pb2 as _rules_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -66,6 +67,12 @@ class _RoundReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RoundReas
     """Someone lost a life (or was eliminated) in a lives game."""
     ROUND_REASON_RESET: _RoundReason.ValueType  # 3
     """afterElimination = reset."""
+    ROUND_REASON_ELIMINATED: _RoundReason.ValueType  # 4
+    """A player was out and the rule set deals again (presets: outEnds round)."""
+    ROUND_REASON_PILE_CLEARED: _RoundReason.ValueType  # 5
+    """The pile was taken away; the others keep their hands (presets: lossEnds pile)."""
+    ROUND_REASON_THRESHOLD_ENDED: _RoundReason.ValueType  # 6
+    """A threshold or a play over the limit ended the round (presets)."""
 
 class RoundReason(_RoundReason, metaclass=_RoundReasonEnumTypeWrapper):
     """Why a round started."""
@@ -78,6 +85,12 @@ ROUND_REASON_LIFE_LOST: RoundReason.ValueType  # 2
 """Someone lost a life (or was eliminated) in a lives game."""
 ROUND_REASON_RESET: RoundReason.ValueType  # 3
 """afterElimination = reset."""
+ROUND_REASON_ELIMINATED: RoundReason.ValueType  # 4
+"""A player was out and the rule set deals again (presets: outEnds round)."""
+ROUND_REASON_PILE_CLEARED: RoundReason.ValueType  # 5
+"""The pile was taken away; the others keep their hands (presets: lossEnds pile)."""
+ROUND_REASON_THRESHOLD_ENDED: RoundReason.ValueType  # 6
+"""A threshold or a play over the limit ended the round (presets)."""
 Global___RoundReason: _TypeAlias = RoundReason  # noqa: Y015
 
 class _EliminationReason:
@@ -94,6 +107,8 @@ class _EliminationReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Eli
     """The last life was lost."""
     ELIMINATION_REASON_LOST_ON_THE_BOARD: _EliminationReason.ValueType  # 3
     """A second loss while on the board."""
+    ELIMINATION_REASON_CANNOT_PAY: _EliminationReason.ValueType  # 4
+    """Had to pay tokens they did not have (presets: outWhen cannotPay)."""
 
 class EliminationReason(_EliminationReason, metaclass=_EliminationReasonEnumTypeWrapper):
     """Why a player was eliminated."""
@@ -106,6 +121,8 @@ ELIMINATION_REASON_NO_LIVES_LEFT: EliminationReason.ValueType  # 2
 """The last life was lost."""
 ELIMINATION_REASON_LOST_ON_THE_BOARD: EliminationReason.ValueType  # 3
 """A second loss while on the board."""
+ELIMINATION_REASON_CANNOT_PAY: EliminationReason.ValueType  # 4
+"""Had to pay tokens they did not have (presets: outWhen cannotPay)."""
 Global___EliminationReason: _TypeAlias = EliminationReason  # noqa: Y015
 
 @_typing.final
@@ -127,6 +144,9 @@ class Event(_message.Message):
     LIFE_LOST_FIELD_NUMBER: _builtins.int
     ELIMINATED_FIELD_NUMBER: _builtins.int
     GAME_FINISHED_FIELD_NUMBER: _builtins.int
+    TURN_SKIPPED_FIELD_NUMBER: _builtins.int
+    PLAY_AGAIN_FIELD_NUMBER: _builtins.int
+    TOKENS_PAID_FIELD_NUMBER: _builtins.int
     audience: Global___Audience.ValueType
     player_id: _builtins.str
     """The player an ONLY / EXCEPT audience refers to; empty for ALL."""
@@ -152,6 +172,12 @@ class Event(_message.Message):
     def eliminated(self) -> Global___Eliminated: ...
     @_builtins.property
     def game_finished(self) -> Global___GameFinished: ...
+    @_builtins.property
+    def turn_skipped(self) -> Global___TurnSkipped: ...
+    @_builtins.property
+    def play_again(self) -> Global___PlayAgain: ...
+    @_builtins.property
+    def tokens_paid(self) -> Global___TokensPaid: ...
     def __init__(
         self,
         *,
@@ -168,12 +194,15 @@ class Event(_message.Message):
         life_lost: Global___LifeLost | None = ...,
         eliminated: Global___Eliminated | None = ...,
         game_finished: Global___GameFinished | None = ...,
+        turn_skipped: Global___TurnSkipped | None = ...,
+        play_again: Global___PlayAgain | None = ...,
+        tokens_paid: Global___TokensPaid | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "reshuffled", b"reshuffled", "round_started", b"round_started", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_started", b"round_started", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audience", b"audience", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_started", b"round_started", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audience", b"audience", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_started", b"round_started", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
@@ -193,6 +222,7 @@ class GameStarted(_message.Message):
     LIVES_FIELD_NUMBER: _builtins.int
     DECK_SIZE_FIELD_NUMBER: _builtins.int
     SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     mode: _game_pb2.Mode.ValueType
     hand_size: _builtins.int
@@ -200,6 +230,8 @@ class GameStarted(_message.Message):
     deck_size: _builtins.int
     seed_commitment: _builtins.str
     """SHA-256 of the seed (see State.seed_commitment)."""
+    rules: _builtins.str
+    """The preset played (SetupRequest.rules); empty for kr-product and classic."""
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -217,10 +249,11 @@ class GameStarted(_message.Message):
         lives: _builtins.int = ...,
         deck_size: _builtins.int = ...,
         seed_commitment: _builtins.str = ...,
+        rules: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck_size", b"deck_size", "hand_size", b"hand_size", "lives", b"lives", "mode", b"mode", "options", b"options", "seats", b"seats", "seed_commitment", b"seed_commitment", "state_version", b"state_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck_size", b"deck_size", "hand_size", b"hand_size", "lives", b"lives", "mode", b"mode", "options", b"options", "rules", b"rules", "seats", b"seats", "seed_commitment", b"seed_commitment", "state_version", b"state_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -369,7 +402,7 @@ class CardPlayed(_message.Message):
     face: _builtins.str
     kind: _game_pb2.CardKind.ValueType
     before: _builtins.int
-    """Total before and after."""
+    """Total before and after (over the limit when a preset lets such a play lose)."""
     total: _builtins.int
     seq: _builtins.int
     """The state's seq after this play."""
@@ -565,3 +598,90 @@ class GameFinished(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GameFinished: _TypeAlias = GameFinished  # noqa: Y015
+
+@_typing.final
+class TurnSkipped(_message.Message):
+    """The next player lost their turn (a skip card)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Who was skipped."""
+    by: _builtins.str
+    """Who played the skip card."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnSkipped: _TypeAlias = TurnSkipped  # noqa: Y015
+
+@_typing.final
+class PlayAgain(_message.Message):
+    """The player who just played plays again."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayAgain: _TypeAlias = PlayAgain  # noqa: Y015
+
+@_typing.final
+class TokensPaid(_message.Message):
+    """A player paid tokens for a play that reached or crossed a threshold."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    LEFT_FIELD_NUMBER: _builtins.int
+    AT_FIELD_NUMBER: _builtins.int
+    REACH_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Who paid."""
+    tokens: _builtins.int
+    left: _builtins.int
+    """Tokens left."""
+    at: _builtins.int
+    """The threshold."""
+    reach: _rules_pb2.Reach.ValueType
+    by: _builtins.str
+    """Who made the play."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        tokens: _builtins.int = ...,
+        left: _builtins.int = ...,
+        at: _builtins.int = ...,
+        reach: _rules_pb2.Reach.ValueType = ...,
+        by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "by", b"by", "left", b"left", "player_id", b"player_id", "reach", b"reach", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TokensPaid: _TypeAlias = TokensPaid  # noqa: Y015

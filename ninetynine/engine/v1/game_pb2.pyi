@@ -165,6 +165,10 @@ class _CardKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CardKind.Val
     """classic K: the total becomes 99."""
     CARD_KIND_JOKER: _CardKind.ValueType  # 9
     """kr joker: the total becomes a chosen number in the joker range."""
+    CARD_KIND_SET: _CardKind.ValueType  # 10
+    """The total becomes the card's set-to number (presets only; e.g. 004 part II's 9 sets 0)."""
+    CARD_KIND_DOUBLE_HALVE: _CardKind.ValueType  # 11
+    """Doubles or halves the total, depending on it (presets only; 002's online 2)."""
 
 class CardKind(_CardKind, metaclass=_CardKindEnumTypeWrapper):
     """What a card does (spec §8.1 NNCard.kind)."""
@@ -189,6 +193,10 @@ CARD_KIND_TO99: CardKind.ValueType  # 8
 """classic K: the total becomes 99."""
 CARD_KIND_JOKER: CardKind.ValueType  # 9
 """kr joker: the total becomes a chosen number in the joker range."""
+CARD_KIND_SET: CardKind.ValueType  # 10
+"""The total becomes the card's set-to number (presets only; e.g. 004 part II's 9 sets 0)."""
+CARD_KIND_DOUBLE_HALVE: CardKind.ValueType  # 11
+"""Doubles or halves the total, depending on it (presets only; 002's online 2)."""
 Global___CardKind: _TypeAlias = CardKind  # noqa: Y015
 
 class _Sign:

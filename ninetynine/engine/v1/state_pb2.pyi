@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
+from ninetynine.engine.v1 import rules_pb2 as _rules_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -191,6 +192,8 @@ class State(_message.Message):
     DECK_COUNT_FIELD_NUMBER: _builtins.int
     START_LIVES_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    ROUND_STARTER_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     """Format version of this state: 2 is current, 1 is still played (see docs)."""
     total: _builtins.int
@@ -215,6 +218,8 @@ class State(_message.Message):
     """Decks in play (the resolved deckCount; always 1 in kr-product)."""
     start_lives: _builtins.int
     """Lives each player started with (the resolved lives option)."""
+    round_starter: _builtins.str
+    """Preset games: who started this round (the deal rotates from it); empty otherwise."""
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """The options as chosen (unset = auto/default)."""
@@ -241,6 +246,12 @@ class State(_message.Message):
     def history(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayRecord]:
         """Recent plays of this round, oldest first (at most 10)."""
 
+    @_builtins.property
+    def rules(self) -> _rules_pb2.RuleSet:
+        """The whole resolved rule set of a preset game (SetupRequest.rules); unset for kr-product
+        and classic, whose rules follow from `options` and `state_version`.
+        """
+
     def __init__(
         self,
         *,
@@ -264,10 +275,12 @@ class State(_message.Message):
         deck_count: _builtins.int = ...,
         start_lives: _builtins.int = ...,
         history: _abc.Iterable[Global___PlayRecord] | None = ...,
+        rules: _rules_pb2.RuleSet | None = ...,
+        round_starter: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng", "rules", b"rules"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -208,6 +208,7 @@ class GameView(_message.Message):
     DISCARD_COUNT_FIELD_NUMBER: _builtins.int
     RECENT_PLAYS_FIELD_NUMBER: _builtins.int
     SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     VIEWER_ID_FIELD_NUMBER: _builtins.int
@@ -227,6 +228,10 @@ class GameView(_message.Message):
     draw_pile_count: _builtins.int
     discard_count: _builtins.int
     seed_commitment: _builtins.str
+    rules: _builtins.str
+    """The preset played (SetupRequest.rules); empty for kr-product and classic.
+    Declared here so that the JSON key follows seedCommitment, as view.py writes it.
+    """
     seed: _builtins.int
     """Revealed only once the game is finished."""
     viewer_id: _builtins.str
@@ -277,6 +282,7 @@ class GameView(_message.Message):
         discard_count: _builtins.int = ...,
         recent_plays: _abc.Iterable[_state_pb2.PlayRecord] | None = ...,
         seed_commitment: _builtins.str = ...,
+        rules: _builtins.str = ...,
         seed: _builtins.int | None = ...,
         result: _game_pb2.GameResult | None = ...,
         viewer_id: _builtins.str = ...,
@@ -286,7 +292,7 @@ class GameView(_message.Message):
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "result", b"result", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "current", b"current", "deadline_ms", b"deadline_ms", "direction", b"direction", "discard_count", b"discard_count", "draw_pile_count", b"draw_pile_count", "elimination_order", b"elimination_order", "hand", b"hand", "legal_plays", b"legal_plays", "mode", b"mode", "my_turn", b"my_turn", "options", b"options", "phase", b"phase", "players", b"players", "recent_plays", b"recent_plays", "result", b"result", "round", b"round", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms", "viewer_id", b"viewer_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "current", b"current", "deadline_ms", b"deadline_ms", "direction", b"direction", "discard_count", b"discard_count", "draw_pile_count", b"draw_pile_count", "elimination_order", b"elimination_order", "hand", b"hand", "legal_plays", b"legal_plays", "mode", b"mode", "my_turn", b"my_turn", "options", b"options", "phase", b"phase", "players", b"players", "recent_plays", b"recent_plays", "result", b"result", "round", b"round", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms", "viewer_id", b"viewer_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015

@@ -150,9 +150,10 @@ def test_responses_have_no_map_fields() -> None:
     seen: set[str] = set()
     found = [name for t in RESPONSE_TYPES.values() for name in _map_fields(t.DESCRIPTOR, seen)]
     assert found == []
-    # The search does find one: a request's map (requests are replayed as recorded, not compared).
+    # The search does find them: a request's maps (requests are replayed as recorded, not compared).
     assert list(_map_fields(pb.SetupRequest.DESCRIPTOR, set())) == [
-        "ninetynine.engine.v1.SetupRequest.display_names"
+        "ninetynine.engine.v1.SetupRequest.display_names",
+        "ninetynine.engine.v1.SetupRequest.overrides",
     ]
 
 

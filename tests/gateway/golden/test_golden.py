@@ -82,6 +82,23 @@ def _reachable_enums(descriptor: Any, seen: set[str]) -> Iterator[tuple[str, obj
             yield from ((field.enum_type.full_name, v.number) for v in field.enum_type.values if v.number)
 
 
+# Only preset games (SetupRequest.rules) produce these; the corpus records kr-product and classic
+# rooms, whose frames must not change, so it cannot show them.
+PRESET_ONLY: set[tuple[str, object]] = {
+    ("ninetynine.engine.v1.Event.payload", "turn_skipped"),
+    ("ninetynine.engine.v1.Event.payload", "play_again"),
+    ("ninetynine.engine.v1.Event.payload", "tokens_paid"),
+    ("ninetynine.engine.v1.CardKind", 10),
+    ("ninetynine.engine.v1.CardKind", 11),
+    ("ninetynine.engine.v1.RoundReason", 4),
+    ("ninetynine.engine.v1.RoundReason", 5),
+    ("ninetynine.engine.v1.RoundReason", 6),
+    ("ninetynine.engine.v1.EliminationReason", 4),
+    ("ninetynine.engine.v1.Reach", 1),
+    ("ninetynine.engine.v1.Reach", 2),
+}
+
+
 def test_the_corpus_covers_every_kind_enum_value_and_view_shape() -> None:
     server, _ = corpus()
     seen: set[tuple[str, object]] = set()
@@ -103,7 +120,7 @@ def test_the_corpus_covers_every_kind_enum_value_and_view_shape() -> None:
     event: Any = gw.EventPush.DESCRIPTOR.fields_by_name["event"].message_type
     wanted |= {("ninetynine.engine.v1.Event.payload", f.name) for f in event.oneofs_by_name["payload"].fields}
     wanted.update(_reachable_enums(gw.ServerMessage.DESCRIPTOR, set()))
-    assert wanted - seen == set()
+    assert wanted - seen == PRESET_ONLY
     assert shapes >= {
         "player",
         "spectator",
