@@ -93,7 +93,7 @@ _FAST_KEYWORDS = frozenset(
     {
         "$ref", "type", "properties", "required", "additionalProperties", "const", "enum",
         "minimum", "maximum", "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
-        "oneOf", "anyOf", "allOf", "not", "description", "title",
+        "maxProperties", "oneOf", "anyOf", "allOf", "not", "description", "title",
     }
 )  # fmt: skip
 _SUBSCHEMA_MAPS = frozenset({"properties"})

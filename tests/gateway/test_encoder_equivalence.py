@@ -27,6 +27,7 @@ from ninetynine.engine.rules import CLASSIC, KR, Options, RuleError
 from ninetynine.engine.v1 import game_pb2
 from ninetynine.gateway.convert import JsonId, server_bytes, server_json, server_text
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session import rulebook
 from tests.gateway.games import game_messages
 
 # Client ids as the protocol lets them through (string 1-64 characters, integer 0..2**53-1) and
@@ -72,6 +73,8 @@ def real_games() -> Iterator[gw.ServerMessage]:
         players = 2 + seed % 5 if seed != 11 else 10
         # Seeds above 2**63: the revealed seed is a uint64 no int64 could hold.
         yield from game_messages(seed * 7919 + 2**63, players, variants[seed % len(variants)])
+    # The lobby's preset list, which no game sends.
+    yield gw.ServerMessage(rules_list=gw.RulesList(presets=rulebook.list_rules().presets))
 
 
 def test_every_message_of_real_games_is_the_same_frame() -> None:

@@ -113,11 +113,11 @@ def test_every_event_type_has_a_doc_example() -> None:
 def test_doc_lists_the_brief_message_set() -> None:
     assert _types_in("ClientMessage") == {
         "hello", "createRoom", "joinRoom", "spectate", "resume", "listRooms", "addBot",
-        "startGame", "leaveRoom", "play", "getReplay", "ping", "rematch",
+        "startGame", "leaveRoom", "play", "getReplay", "ping", "rematch", "listRules",
     }  # fmt: skip
     assert _types_in("ServerMessage") == {
         "welcome", "joined", "room", "rooms", "event", "view", "snapshot", "played", "left",
-        "replay", "pong", "goodbye", "error",
+        "replay", "pong", "goodbye", "error", "rulesList",
     }  # fmt: skip
 
 

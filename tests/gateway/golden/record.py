@@ -34,6 +34,7 @@ from ninetynine.engine.rules.options import CHOICES, CLASSIC, KR
 from ninetynine.gateway.convert import JsonId, client_from_json, server_bytes
 from ninetynine.gateway.protocol import parse_text
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from ninetynine.session import rulebook
 from ninetynine.session.v1 import session_service_pb2 as spb
 from tests.gateway.doc_examples import doc_examples
 from tests.gateway.games import game_messages
@@ -100,7 +101,13 @@ def server_messages() -> Iterator[gw.ServerMessage]:
     lobby.seats.add(player_id="b1", name="봇 1", bot=True, connected=True)
     yield gw.ServerMessage(room=gw.RoomUpdate(room=lobby))
     orphan = spb.Room(room_id="R3", phase=spb.ROOM_PHASE_LOBBY, host_player_id="gone", max_seats=2)
-    yield gw.ServerMessage(rooms=gw.RoomList(rooms=[lobby, orphan]))
+    presets = list(rulebook.list_rules().presets)
+    preset_room = spb.Room(room_id="R4", phase=spb.ROOM_PHASE_LOBBY, host_player_id="p1", max_seats=3)
+    preset_room.seats.add(player_id="p1", name="Sam", host=True, connected=True)
+    preset_room.rules.CopyFrom(rulebook.room_rules("na-online", {"tokens": "3"}))
+    yield gw.ServerMessage(room=gw.RoomUpdate(room=preset_room))
+    yield gw.ServerMessage(rooms=gw.RoomList(rooms=[lobby, orphan, preset_room]))
+    yield gw.ServerMessage(rules_list=gw.RulesList(presets=presets))
     yield gw.ServerMessage(rooms=gw.RoomList())
     for reason in ("idle", "slowClient", "abuse"):
         yield gw.ServerMessage(goodbye=gw.Goodbye(reason=reason))
@@ -138,7 +145,7 @@ def client_frames() -> Iterator[dict[str, Any]]:
         yield {"type": name, "roomId": "R1", **({"name": "서연"} if name == "joinRoom" else {})}
     yield {"type": "resume", "token": "t0k3n-0123456789abcdef", "afterSeq": 0}
     yield {"type": "resume", "id": 3, "token": "t0k3n-0123456789abcdef", "afterSeq": 2**40}
-    for name in ("listRooms", "addBot", "startGame", "leaveRoom", "ping"):
+    for name in ("listRooms", "listRules", "addBot", "startGame", "leaveRoom", "ping"):
         yield {"type": name}
     actions: list[dict[str, Any]] = [
         {"cardId": "N7-3"},
