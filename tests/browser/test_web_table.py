@@ -130,7 +130,8 @@ class Tapper:
             text = (await preview.inner_text()).split("\n")[0]
             assert text.startswith("내면 → "), f"Korean preview with the resulting total, got {text!r}"
             if kind == "add":
-                assert int(text.removeprefix("내면 → ")) == await self.total() + int(card["face"]), text
+                after = await self.total() + _face_value(card["face"])
+                assert int(text.removeprefix("내면 → ")) == after, text
             if not self.shot_preview:
                 self.shot_preview = True
                 await self.browser.screenshot("table-card-preview")
@@ -152,7 +153,7 @@ class Tapper:
 
     async def _check_plus_minus(self, card: dict[str, Any]) -> None:
         """The two buttons read "+9 → t+9" and "−9 → t−9" for the table's total t."""
-        value = int(card["face"].removeprefix("±"))
+        value = _face_value(card["face"])
         total = await self.total()
         plus = await self.page.get_by_test_id("choice-plus").inner_text()
         minus = await self.page.get_by_test_id("choice-minus").inner_text()
@@ -187,6 +188,12 @@ class Tapper:
             self.shot_joker = True
             await self.browser.screenshot("table-joker-dial")
         await self.page.get_by_test_id("play-joker").tap()
+
+
+def _face_value(face: str) -> int:
+    """What a card's face says it adds: "7", "±9", a French "10♦" or "J♠" (10), "A♥" (1)."""
+    rank = face.removeprefix("±").rstrip("♠♥♦♣")
+    return {"A": 1, "J": 10, "Q": 10, "K": 10}.get(rank) or int(rank)
 
 
 def _num(n: int) -> str:

@@ -91,6 +91,16 @@ export function buildFrames(replay) {
         step.text += ` · ${t('ev_eliminated', { name })}`;
         break;
       }
+      case 'tokensPaid':
+        player(event.player).lives = event.left;
+        step.text += ` · ${t('ev_tokensPaid', { name, n: event.tokens, left: event.left })}`;
+        break;
+      case 'turnSkipped':
+        step.text += ` · ${t('ev_turnSkipped', { name })}`;
+        break;
+      case 'playAgain':
+        step.text += ` · ${t('ev_playAgain', { name })}`;
+        break;
       case 'gameFinished':
         state.total = event.finalTotal;
         state.current = null;
