@@ -40,7 +40,7 @@ from ninetynine.common.wire import length_delimited
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
-from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
 
 Resp = TypeVar("Resp")
 Moved = TypeVar("Moved", pb.ApplyResponse, pb.TimeoutResponse)
@@ -75,7 +75,7 @@ class EngineClient:
         lang: Lang | None = None,
         stub: Any = None,
     ) -> None:
-        """``stub`` (anything with the four async stub methods) replaces the channel to ``target``."""
+        """``stub`` (anything with the five async stub methods) replaces the channel to ``target``."""
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if attempts < 1:
@@ -121,13 +121,18 @@ class EngineClient:
         seed: int | None = None,
         display_names: Mapping[str, str] | None = None,
         now_ms: int = 0,
+        rules: str = "",
+        overrides: Mapping[str, str] | None = None,
     ) -> pb.SetupResponse:
-        """A new game; ``seed=None`` lets the engine draw one."""
+        """A new game; ``seed=None`` lets the engine draw one. ``rules`` names a preset (see
+        :meth:`list_rules`; empty: the mode of ``options``), ``overrides`` a house-rules sheet."""
         request = pb.SetupRequest(
             player_ids=list(player_ids),
             options=options,
             display_names=dict(display_names or {}),
             now_ms=now_ms,
+            rules=rules,
+            overrides=dict(overrides or {}),
         )
         if seed is not None:
             request.seed = seed
@@ -160,6 +165,10 @@ class EngineClient:
         data = length_delimited(_APPLY_STATE, wire) + request.SerializeToString()
         answer = await self._call(self._raw["Apply"], data)
         return self._into(pb.ApplyResponse.FromString(answer), state_out)
+
+    async def list_rules(self) -> rules_pb2.ListRulesResponse:
+        """Every preset ``setup(rules=...)`` takes, with its one-line summaries and rule set."""
+        return await self._call(self._stub.ListRules, rules_pb2.ListRulesRequest())
 
     async def view(self, state: state_pb2.State, viewer_id: str = "") -> pb.ViewResponse:
         """What ``viewer_id`` may see (empty = spectator)."""

@@ -7,7 +7,9 @@ the rules see it. Nothing here raises anything but :class:`RuleError` on bad inp
 
 The Apply path (parse, convert, apply, convert back, serialize) runs on every move, so the
 converters write straight into the response's sub-messages instead of building intermediate
-messages, and the option conversions are cached: a game's options never change.
+messages, and the option conversions are cached: a game's options never change. A preset game's
+rule set (``State.rules``) is decoded and checked once per distinct rule set
+(:mod:`ninetynine.engine.ruleset_proto`) and written back as cached bytes.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from ninetynine.engine.rules import (
     Reason,
     RngState,
     RuleError,
+    RuleSet,
     validate_state,
 )
 from ninetynine.engine.rules.errors import Lang
 from ninetynine.engine.rules.errors import message as reason_message
-from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2, view_pb2
+from ninetynine.engine.ruleset_proto import rules_from_wire, rules_to_proto
+from ninetynine.engine.v1 import events_pb2, game_pb2, rules_pb2, state_pb2, view_pb2
 
 # -- enum tables (proto number <-> rules value) ----------------------------------------------
 # The rules' values are the client protocol's names, so the tables are the codec's, from the
@@ -64,6 +68,7 @@ CARD_KIND_OUT: dict[Any, Any] = enum_numbers(game_pb2.CardKind.DESCRIPTOR)
 _AUDIENCE_OUT: dict[Any, Any] = enum_numbers(events_pb2.Audience.DESCRIPTOR)
 _ROUND_REASON_OUT: dict[Any, Any] = enum_numbers(events_pb2.RoundReason.DESCRIPTOR)
 _ELIMINATION_REASON_OUT: dict[Any, Any] = enum_numbers(events_pb2.EliminationReason.DESCRIPTOR)
+_REACH_OUT: dict[Any, Any] = enum_numbers(rules_pb2.Reach.DESCRIPTOR)
 
 
 def _invalid_state(detail: str) -> RuleError:
@@ -315,6 +320,15 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
         if p.name:
             names[pid] = p.name
     history = [_record_from_bytes(r.SerializeToString()) for r in msg.history]
+    preset = rules_from_wire(msg.rules.SerializeToString()) if msg.HasField("rules") else None
+    if preset is None and msg.round_starter:
+        raise _invalid_state("roundStarter without rules")
+    if preset is not None:
+        fewest, most = preset.players
+        if not fewest <= len(ids) <= most:
+            raise _invalid_state(f"{len(ids)} seats for {preset.name}")
+        if msg.round_starter not in hands:
+            raise _invalid_state("roundStarter is not a player")
     rng = msg.rng
     state = GameState(
         state_version=msg.state_version,
@@ -344,6 +358,8 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
         seed=msg.seed,
         seed_commitment=msg.seed_commitment,
         history=history,
+        preset=preset,
+        round_starter=msg.round_starter,
     )
     if validate:
         validate_state(state)
@@ -393,6 +409,9 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     out.hand_size = s.hand_size
     out.deck_count = s.deck_count
     out.start_lives = s.start_lives
+    if s.preset is not None:
+        out.MergeFromString(_rules_entry(s.preset))
+        out.round_starter = s.round_starter
 
 
 # The same ten history records travel back and forth on every move: converting each one once
@@ -407,6 +426,8 @@ _STATE_HISTORY = state_pb2.State.DESCRIPTOR.fields_by_name["history"].number
 # id(record) -> (record, its State.history entry); holding the record keeps its id from reuse.
 _HISTORY_ENTRY_BY_ID: dict[int, tuple[PlayRecord, bytes]] = {}
 _OPTIONS_ENTRY_BY_ID: dict[int, tuple[Options, bytes]] = {}
+_STATE_RULES = state_pb2.State.DESCRIPTOR.fields_by_name["rules"].number
+_RULES_ENTRY_BY_ID: dict[int, tuple[RuleSet, bytes]] = {}
 
 
 @lru_cache(maxsize=_RECORD_CACHE_SIZE)
@@ -450,6 +471,19 @@ def _options_entry(options: Options) -> bytes:
     return entry
 
 
+def _rules_entry(rules: RuleSet) -> bytes:
+    hit = _RULES_ENTRY_BY_ID.get(id(rules))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    data = rules_to_proto(rules).SerializeToString()
+    rules_from_wire(data)  # the rule set comes back with the next move: decode it once now
+    entry = length_delimited(_STATE_RULES, data)
+    if len(_RULES_ENTRY_BY_ID) >= _IDENTITY_CACHE_SIZE:
+        _RULES_ENTRY_BY_ID.clear()
+    _RULES_ENTRY_BY_ID[id(rules)] = (rules, entry)
+    return entry
+
+
 def _records_into(records: Iterable[Mapping[str, Any]], out: Any) -> None:
     """History entries in their dict form (as the view gives them)."""
     for r in records:
@@ -483,6 +517,7 @@ def _game_started(d: Mapping[str, Any], out: events_pb2.Event, options: Options)
     p.lives = d["lives"]
     p.deck_size = d["deckSize"]
     p.seed_commitment = d["seedCommitment"]
+    p.rules = d.get("rules", "")
 
 
 def _hand_dealt(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
@@ -540,6 +575,26 @@ def _card_drawn(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -
         _card_into(card, p.card)
 
 
+def _turn_skipped(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.turn_skipped
+    p.player_id = d["player"]
+    p.by = d["by"]
+
+
+def _play_again(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    out.play_again.player_id = d["player"]
+
+
+def _tokens_paid(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.tokens_paid
+    p.player_id = d["player"]
+    p.tokens = d["tokens"]
+    p.left = d["left"]
+    p.at = d["at"]
+    p.reach = _REACH_OUT[d["reach"]]
+    p.by = d["by"]
+
+
 def _reshuffled(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
     p = out.reshuffled
     p.count = d["count"]
@@ -595,6 +650,9 @@ _EVENT_WRITERS = {
     "lifeLost": _life_lost,
     "eliminated": _eliminated,
     "gameFinished": _game_finished,
+    "turnSkipped": _turn_skipped,
+    "playAgain": _play_again,
+    "tokensPaid": _tokens_paid,
 }
 EVENT_TYPES = frozenset(_EVENT_WRITERS)
 
@@ -654,6 +712,8 @@ def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.Ga
     out.discard_count = view["discardCount"]
     _records_into(view["recentPlays"], out.recent_plays)
     out.seed_commitment = view["seedCommitment"]
+    if "rules" in view:
+        out.rules = view["rules"]
     if "seed" in view:
         out.seed = int(view["seed"])
     if "result" in view:

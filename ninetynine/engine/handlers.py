@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter
@@ -29,10 +29,14 @@ from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import Lang, ServiceError
 from ninetynine.engine import convert, rules
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error
-from ninetynine.engine.rules import GameState, Reason, RuleError
+from ninetynine.engine.rules import CLASSIC, KR, PRESETS, GameState, Options, Reason, RuleError, RuleSet
+from ninetynine.engine.rules.overrides import MAX_OVERRIDE_TEXT, apply_overrides
+from ninetynine.engine.rules.presets import preset_names, rules_for
+from ninetynine.engine.rules.ruleset import DeckStyle
 from ninetynine.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
+from ninetynine.engine.ruleset_proto import check_rules, rules_to_proto
 from ninetynine.engine.v1 import engine_service_pb2 as pb
-from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
 
 __all__ = ["MAX_DISPLAY_NAME", "MAX_METADATA_VALUE", "EngineHandlers", "RulesMetrics", "rules_metrics"]
 
@@ -109,6 +113,56 @@ def _no_fields(**_fields: object) -> None:
     return None
 
 
+def _game_rules(name: str, options: Options, overrides: Mapping[str, str]) -> tuple[Options, RuleSet | None]:
+    """The options a new game is labelled with and the preset it plays (None: the mode of ``options``).
+
+    ``kr-product`` and ``classic`` without overrides are the spec's modes, played from ``options``
+    as before; any other preset, or a sheet of overrides, makes a preset game whose whole rule
+    set the state carries. A preset game is labelled with the mode whose cards it uses.
+    """
+    if name and name not in preset_names():
+        raise RuleError(Reason.UNKNOWN_RULES, rules=name[:MAX_OVERRIDE_TEXT])
+    if name in (KR, CLASSIC):
+        options = replace(options, mode=name)
+    if name in PRESETS:
+        base = PRESETS[name]
+        options = Options(mode=CLASSIC if base.deck.style is DeckStyle.FRENCH else KR)
+    elif not overrides:
+        return options, None
+    else:
+        base = rules_for(options)
+    resolved = apply_overrides(base, overrides)
+    try:
+        check_rules(resolved)
+    except RuleError as err:
+        sheet = ",".join(sorted(overrides))  # together they make a rule set the engine cannot play
+        raise RuleError(Reason.INVALID_OVERRIDE, key=sheet, value=err.meta.get("detail", "")) from None
+    return options, resolved
+
+
+def list_rules() -> rules_pb2.ListRulesResponse:
+    """Every preset, the spec's two modes first, with its whole rule set."""
+    response = rules_pb2.ListRulesResponse()
+    for name in preset_names():
+        rules = PRESETS[name] if name in PRESETS else rules_for(Options(mode=name))
+        fewest, most = rules.players
+        response.presets.append(
+            rules_pb2.RulePreset(
+                name=name,
+                summary=rules.summary,
+                summary_en=rules.summary_en,
+                source=rules.source,
+                min_players=fewest,
+                max_players=most,
+                rules=rules_to_proto(rules),
+            )
+        )
+    return response
+
+
+_LIST_RULES = list_rules()
+
+
 class EngineHandlers:
     """Setup / Apply / View / Timeout as plain calls: request message in, response out.
 
@@ -153,9 +207,10 @@ class EngineHandlers:
                     )
                 if len(name) > MAX_DISPLAY_NAME or not name.isprintable():
                     raise RuleError(Reason.INVALID_PLAYER_ID, detail=f"display name of {pid!r}"[:80])
+            options, preset = _game_rules(request.rules, options, request.overrides)
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             state, events = rules.setup(
-                player_ids, options, seed=seed, now_ms=_now_ms(request.now_ms), names=names
+                player_ids, options, seed=seed, now_ms=_now_ms(request.now_ms), names=names, rules=preset
             )
         except RuleError as err:
             raise self.refusal(err) from None
@@ -163,6 +218,12 @@ class EngineHandlers:
         convert.state_into(state, response.state)
         convert.events_into(events, response.events, options)
         self.metrics.games_setup.labels(options.mode).inc()
+        return response
+
+    def list_rules(self, request: rules_pb2.ListRulesRequest) -> rules_pb2.ListRulesResponse:
+        """Every preset (the same answer for every request: built once)."""
+        response = rules_pb2.ListRulesResponse()
+        response.CopyFrom(_LIST_RULES)
         return response
 
     def apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:

@@ -26,7 +26,7 @@ from ninetynine.common.errors import Lang, MetadataLike, lang_from_metadata
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.handlers import EngineHandlers, RulesMetrics
 from ninetynine.engine.v1 import engine_service_pb2 as pb
-from ninetynine.engine.v1 import game_pb2, state_pb2
+from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
 
 __all__ = ["LOCAL_TARGET", "LocalEngine"]
 
@@ -43,6 +43,9 @@ class _HandlersStub:
 
     async def Setup(self, request: pb.SetupRequest, **_: Any) -> pb.SetupResponse:
         return self.handlers.setup(request)
+
+    async def ListRules(self, request: rules_pb2.ListRulesRequest, **_: Any) -> rules_pb2.ListRulesResponse:
+        return self.handlers.list_rules(request)
 
     async def View(
         self, request: pb.ViewRequest, *, metadata: MetadataLike = None, **_: Any

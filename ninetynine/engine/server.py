@@ -44,6 +44,7 @@ from ninetynine.engine.errors import ENGINE_DOMAIN
 from ninetynine.engine.handlers import EngineHandlers, RulesMetrics, rules_metrics
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
+from ninetynine.engine.v1 import rules_pb2
 
 ENGINE_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
 
@@ -98,7 +99,7 @@ def default_metrics() -> EngineMetrics:
 
 
 class EngineServicer(pb_grpc.EngineServiceServicer):
-    """Setup / Apply / View / Timeout over the pure rules engine (:class:`EngineHandlers` does the work).
+    """Setup / Apply / View / Timeout / ListRules over the pure rules engine (:class:`EngineHandlers`).
 
     A refusal leaves a handler as a :class:`~ninetynine.common.errors.ServiceError`; the
     :class:`CanonicalLogInterceptor` aborts the RPC with it (status, one ErrorInfo, text in the
@@ -128,6 +129,11 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
         self, request: pb.TimeoutRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.TimeoutResponse:
         return self.handlers.timeout(request)
+
+    async def ListRules(
+        self, request: rules_pb2.ListRulesRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> rules_pb2.ListRulesResponse:
+        return self.handlers.list_rules(request)
 
 
 # -- wiring ------------------------------------------------------------------------------------

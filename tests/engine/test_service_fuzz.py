@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ninetynine.engine import convert
 from ninetynine.engine.rules import CLASSIC, Options, apply, setup, timeout_action
 from ninetynine.engine.v1 import engine_service_pb2 as pb
+from ninetynine.engine.v1 import rules_pb2
 from tests.engine.service_fixtures import RunningEngine
 
 ACCEPTED = {
@@ -31,6 +32,7 @@ METHODS = {
     "Apply": pb.ApplyRequest,
     "View": pb.ViewRequest,
     "Timeout": pb.TimeoutRequest,
+    "ListRules": rules_pb2.ListRulesRequest,
 }
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -39,6 +41,7 @@ _INT_RANGES = {
     FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
     FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
     FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
 }
 # Small values are where the game's meaning lives (totals, seq, enum numbers, card ids).
 _words = st.sampled_from(["", "a", "b", "N1-1", "J-1", "Z-1", "PM9-1", "AS-1", "KS-2", "ann", "bob"])

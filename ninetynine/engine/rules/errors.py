@@ -37,6 +37,8 @@ class Reason(StrEnum):
     INVALID_PLAYER_ID = "INVALID_PLAYER_ID"
     INVALID_STATE = "INVALID_STATE"
     REPLAY_UNSUPPORTED = "REPLAY_UNSUPPORTED"
+    UNKNOWN_RULES = "UNKNOWN_RULES"
+    INVALID_OVERRIDE = "INVALID_OVERRIDE"
 
 
 TEXTS: dict[Reason, tuple[str, str]] = {
@@ -95,6 +97,11 @@ TEXTS: dict[Reason, tuple[str, str]] = {
     Reason.REPLAY_UNSUPPORTED: (
         "버전 1로 끝난 게임은 다시 볼 수 없어요",
         "Games finished under state version 1 cannot be replayed",
+    ),
+    Reason.UNKNOWN_RULES: ("'{rules}'라는 규칙은 없어요", "There is no rule set called '{rules}'"),
+    Reason.INVALID_OVERRIDE: (
+        "규칙 변경 {key}에 '{value}'은(는) 쓸 수 없어요",
+        "House rule {key} cannot be '{value}'",
     ),
 }
 

@@ -181,6 +181,9 @@ def _applies(play: Play, total: int) -> bool:
     return even if w is When.EVEN else not even
 
 
+applies = _applies  # whether a play applies at a total, for the checks of a received rule set
+
+
 def _outcome(rules: RuleSet, total: int, play: Play, picked: int | None = None) -> tuple[int, Reason | None]:
     """The total ``play`` makes from ``total`` and why it is refused (``None``: it is legal).
 

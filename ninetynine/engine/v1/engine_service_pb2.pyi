@@ -81,7 +81,9 @@ class SetupRequest(_message.Message):
     """Clock for the first turn (ms since epoch); 0 or negative = the engine's clock."""
     rules: _builtins.str
     """A preset name from ListRules (e.g. "na-standard"); empty = the mode named in `options`,
-    as before. With a preset, `options` is ignored except for its mode label.
+    as before. "kr-product" and "classic" are that mode with `options`; any other preset ignores
+    `options` and labels the game with the mode whose cards it uses (classic for French decks).
+    Refused with UNKNOWN_RULES when no preset has this name.
     """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -99,7 +101,9 @@ class SetupRequest(_message.Message):
     def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """A house-rules sheet over the preset (only with `rules`): at most 32 entries, keys and
         values of at most 32 characters; the keys are listed in docs/rule-sets.md
-        ("Overrides"), e.g. "reverse" = "8", "to99" = "9", "plusMinus" = "10", "tokens" = "5".
+        ("Overrides"), e.g. "card.8" = "reverse", "card.K" = "add", "tokens" = "4". With overrides
+        the game carries the resolved rule set (State.rules) even over kr-product or classic.
+        Refused with INVALID_OVERRIDE naming the key and value.
         """
 
     def __init__(
