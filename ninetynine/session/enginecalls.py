@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import TypeVar
 
 import grpc
@@ -44,7 +44,20 @@ class EngineCalls:
                 seed=secrets.randbits(64),
                 display_names={s.player_id: s.name for s in seats},
                 now_ms=now,
+                rules=doc.rules,
+                overrides=doc.overrides,
             ),
+        )
+
+    async def check_rules(self, rules: str, overrides: Mapping[str, str], options: game_pb2.Options) -> None:
+        """Refuse, with the engine's own reason, a preset and house rules it would refuse at Setup.
+
+        A trial Setup of two players (every rule set takes two): the engine resolves exactly what
+        StartGame will send it, so the room is refused when it is created instead of when it starts.
+        """
+        await self._call(
+            "Setup",
+            self.client.setup(["check-1", "check-2"], options, seed=0, rules=rules, overrides=overrides),
         )
 
     async def apply(

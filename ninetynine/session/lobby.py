@@ -7,6 +7,9 @@ room directly.
 
 from __future__ import annotations
 
+from ninetynine.engine.convert import options_from_proto
+from ninetynine.engine.errors import from_rule_error
+from ninetynine.engine.rules import RuleError
 from ninetynine.session import rooms, rulebook
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
@@ -40,7 +43,15 @@ class Lobby:
 
     async def create_room(self, request: pb.CreateRoomRequest) -> pb.CreateRoomResponse:
         """A new room with the caller as host; options, rules and seats are refused now, not at StartGame."""
-        rulebook.check(request.rules, request.overrides, request.options, request.max_seats)
+        try:
+            options_from_proto(request.options)
+        except RuleError as err:
+            raise from_rule_error(err) from None
+        if rulebook.plays_rules(request.rules, request.overrides):
+            rulebook.bound_overrides(request.overrides)
+            await self.engine.check_rules(request.rules, request.overrides, request.options)
+            chosen = rulebook.room_rules(request.rules, request.overrides, request.options)
+            rulebook.check_seats(chosen, request.max_seats)
         for _ in range(10):
             try:
                 return await self._create(rooms.new_room_id(), request)

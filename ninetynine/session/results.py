@@ -48,8 +48,8 @@ class Results:
             display_names={s.player_id: s.name for s in doc.seats},
             started_at_ms=doc.started_at_ms,
         )
-        if doc.rules:
-            response.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides))
+        if rulebook.plays_rules(doc.rules, doc.overrides):
+            response.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
         after = 0
         while True:
             batch = await self.cache.store_call("read", self.store.read_events(room_id, after, 1000))

@@ -25,8 +25,8 @@ from ninetynine.common.logging import get_logger
 from ninetynine.common.wire import field_payload
 from ninetynine.engine.convert import state_from_proto
 from ninetynine.engine.rules import GameState
-from ninetynine.engine.v1 import events_pb2, game_pb2, state_pb2
-from ninetynine.session import rooms
+from ninetynine.engine.v1 import events_pb2, state_pb2
+from ninetynine.session import rooms, rulebook
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.store.base import (
@@ -72,9 +72,7 @@ def phase_name(doc: doc_pb.RoomDocument) -> str:
 
 def mode_of(doc: doc_pb.RoomDocument) -> str:
     """The rule set the room plays: its preset, else the mode of its options."""
-    if doc.rules:
-        return doc.rules
-    return "classic" if doc.options.mode == game_pb2.MODE_CLASSIC else "kr-product"
+    return doc.rules or rulebook.mode_name(doc.options)
 
 
 @dataclass(slots=True)

@@ -173,8 +173,7 @@ def new_room(
 ) -> tuple[doc_pb.RoomDocument, str]:
     """A room in the lobby with its host seated; returns the document and the host's token.
 
-    ``rules`` and ``overrides`` are stored as given: :func:`ninetynine.session.rulebook.check`
-    has accepted them.
+    ``rules`` and ``overrides`` are stored as given: the engine has accepted them (CreateRoom).
     """
     if not 2 <= max_seats <= 10:
         raise session_error("INVALID_SEATS", maxSeats=max_seats)
@@ -292,6 +291,6 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         last_seq=doc.last_seq,
         deadline_ms=doc.deadline_ms if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
     )
-    if doc.rules:
-        room.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides))
+    if rulebook.plays_rules(doc.rules, doc.overrides):
+        room.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
     return room
