@@ -1,5 +1,5 @@
 // The web table's entry point: screens (lobby, table, results, replay), the server connection and the
-// demo mode (`?demo=table|lobby|results|replay`, `demo=1` = table) that renders fixtures without a server.
+// demo mode (`?demo=table|lobby|results|replay|banners|presets`, `demo=1` = table) that renders fixtures without a server.
 
 import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
@@ -528,18 +528,18 @@ async function startDemo() {
     return;
   }
   const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator', table10: 'view-table-10' }[demo] ?? 'view-table';
-  if (demo === 'banners') window.__ninetyNine = { get banners() { return [...app.table.bannerLog]; } };
+  if (demo === 'banners' || demo === 'presets') window.__ninetyNine = { get banners() { return [...app.table.bannerLog]; } };
   const message = await loadDemo(fixture);
   const view = message.view;
   // Make the demo's turn current so the timer ring runs.
   const span = view.deadline - view.turnStartedAt;
   view.turnStartedAt = Date.now() - 4000;
   view.deadline = view.turnStartedAt + span;
-  onMessage(await loadDemo(demo === 'table10' ? 'room-10' : 'room'));
+  onMessage(await loadDemo({ table10: 'room-10', presets: 'room-preset' }[demo] ?? 'room'));
   onView(view);
-  if (demo === 'banners') {
+  if (demo === 'banners' || demo === 'presets') {
     // Every kind of announced event, one after the other, through the table's own handling.
-    for (const { event } of (await loadDemo('events')).events) {
+    for (const { event } of (await loadDemo(demo === 'presets' ? 'events-presets' : 'events')).events) {
       await new Promise((done) => { setTimeout(done, 600); });
       app.table.onEvent(event);
     }
