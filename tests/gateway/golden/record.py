@@ -104,7 +104,7 @@ def server_messages() -> Iterator[gw.ServerMessage]:
     presets = list(rulebook.list_rules().presets)
     preset_room = spb.Room(room_id="R4", phase=spb.ROOM_PHASE_LOBBY, host_player_id="p1", max_seats=3)
     preset_room.seats.add(player_id="p1", name="Sam", host=True, connected=True)
-    preset_room.rules.CopyFrom(rulebook.room_rules("na-online", {"tokens": "3"}))
+    preset_room.rules.CopyFrom(rulebook.room_rules("na-online", {"tokens": "3"}, preset_room.options))
     yield gw.ServerMessage(room=gw.RoomUpdate(room=preset_room))
     yield gw.ServerMessage(rooms=gw.RoomList(rooms=[lobby, orphan, preset_room]))
     yield gw.ServerMessage(rules_list=gw.RulesList(presets=presets))
