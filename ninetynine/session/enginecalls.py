@@ -54,6 +54,7 @@ class EngineCalls:
 
         A trial Setup of two players (every rule set takes two): the engine resolves exactly what
         StartGame will send it, so the room is refused when it is created instead of when it starts.
+        The engine has no call that only checks, so its games-set-up counter counts these too.
         """
         await self._call(
             "Setup",
