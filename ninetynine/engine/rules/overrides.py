@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from .errors import Reason, RuleError
-from .options import CHOICES
+from .options import CHOICES, CLASSIC, KR, Options
 from .presets import ESCAPE, ace, add, hold, minus, plus_minus, reverse, to99
 from .ruleset import CardType, DeckStyle, Effect, Kind, Op, Play, Refill, RuleSet, Start
 
@@ -121,3 +121,8 @@ def apply_overrides(rules: RuleSet, overrides: Mapping[str, str]) -> RuleSet:
             )
         rules = changed
     return rules
+
+
+def label_options(rules: RuleSet) -> Options:
+    """The options a preset game is labelled with: the mode whose cards it uses."""
+    return Options(mode=CLASSIC if rules.deck.style is DeckStyle.FRENCH else KR)
