@@ -64,9 +64,22 @@ class _Shape:
         raise NotImplementedError
 
 
+_SCALAR_CPP = {
+    str: {FieldDescriptor.CPPTYPE_STRING},
+    bool: {FieldDescriptor.CPPTYPE_BOOL},
+    int: {
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_INT64,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_UINT64,
+    },
+}
+
+
 class _Scalar(_Shape):
-    def __init__(self, py: type) -> None:
-        self.py = py
+    def __init__(self, py: type, field: FieldDescriptor) -> None:
+        if field.cpp_type not in _SCALAR_CPP[py]:
+            raise TypeError(f"{field.full_name}: a {py.__name__} needs a {py.__name__} field")
 
     def write(self, msg: Any, name: str, value: Any) -> None:
         setattr(msg, name, value)
@@ -259,8 +272,8 @@ def _element(hint: Any, field: FieldDescriptor, owner: type) -> _Shape:
     if typing.get_origin(hint) is tuple:
         assert field.message_type is not None, field.full_name
         return _Tuple(typing.get_args(hint), field.message_type, owner)
-    if hint in (int, str, bool):
-        return _Scalar(hint)
+    if hint in _SCALAR_CPP:
+        return _Scalar(hint, field)
     raise TypeError(f"{owner.__name__}.{field.name}: no mapping for {hint}")
 
 
@@ -284,6 +297,8 @@ def rules_to_proto(rules: RuleSet) -> rules_pb2.RuleSet:
 @lru_cache(maxsize=256)
 def rules_from_wire(data: bytes) -> RuleSet:
     """A ``RuleSet`` message's bytes -> the checked :class:`RuleSet`; raises INVALID_STATE."""
+    if len(data) > MAX_RULES_BYTES:  # every preset is under 1 KiB: refuse before decoding
+        raise _bad(f": {len(data)} bytes")
     msg: Message = rules_pb2.RuleSet.FromString(data)
     rules: RuleSet = _RULESET.build(msg, "")
     check_rules(rules)
@@ -291,6 +306,7 @@ def rules_from_wire(data: bytes) -> RuleSet:
 
 
 # Bounds on what a state may describe: room for every preset, nothing a client could inflate.
+MAX_RULES_BYTES = 8192
 MAX_CARD_TYPES = 16
 MAX_PLAYS = 4
 MAX_CARDS = 200  # GameStarted.deck_size's bound

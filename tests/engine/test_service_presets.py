@@ -265,6 +265,9 @@ def _tampered() -> list[tuple[str, str, Any]]:
         for _ in range(4):
             plays.add().CopyFrom(plays[0])
 
+    def huge(s: state_pb2.State) -> None:
+        s.rules.source = "x" * 10_000
+
     def add_type(s: state_pb2.State) -> None:
         for i in range(17):
             s.rules.deck.cards.add(rank=f"X{i}", kind=1, value=1, plays=[s.rules.deck.cards[1].plays[0]])
@@ -319,6 +322,7 @@ def _tampered() -> list[tuple[str, str, Any]]:
     return [
         ("five plays on one card", "na-standard", more_plays),
         ("30 card types", "na-standard", add_type),
+        ("a rule set of 10 kB", "na-standard", huge),
         ("5000 cards of a type", KR, numbered_count),
         ("20 players", "na-standard", players),
         ("limit 500", "na-standard", limit),
