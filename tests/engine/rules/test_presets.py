@@ -716,6 +716,20 @@ def test_start_card_three_sixes_end_the_game_with_everyone_losing() -> None:
     assert result.summary_en == "A holds 3 × 6: everyone loses"
 
 
+def test_start_card_a_special_hand_dealt_ends_the_game_before_the_first_turn() -> None:
+    """002, the start-card version: 'certain hands immediately end the game', the dealt hand too. A
+    one-Ace special hand (a derived rule set) makes the check visible: the first player in seat order
+    from the starter who was dealt an Ace wins before anyone plays."""
+    from ninetynine.engine.rules.ruleset import SpecialHand
+
+    rules = START_CARD.with_changes(name="ace-wins", special_hands=(SpecialHand("A", 1, holder_wins=True),))
+    s, events = setup(["a", "b", "c", "d"], seed=3, rules=rules)
+    order = [s.seats[(s.seats.index(s.round_starter) + k) % 4] for k in range(4)]
+    holders = [p for p in order if any(c.startswith("A") for c in s.hands[p])]
+    assert s.finished and holders and game_result(s).winner == (holders[0],)
+    assert "turnStarted" not in event_types(events)
+
+
 # -- 000 §7, the house rules as options ---------------------------------------------------------
 
 
