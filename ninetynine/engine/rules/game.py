@@ -226,22 +226,21 @@ def _action_for(card_id: str, play: Play, value: object = None) -> Action:
     return Action(card_id, **{_SELECT_ATTR[key]: chosen if value is None else value})  # type: ignore[arg-type]
 
 
-def _card_refusal(state: GameState, player: str, card: Card) -> RuleError | None:
-    """Why ``player`` may not play ``card`` at all now, whatever the total (None: they may)."""
+def _card_refusal(state: GameState, rules: RuleSet, player: str, card: Card) -> RuleError | None:
+    """Why ``player`` may not play ``card`` at all now, whatever the total (None: they may).
+
+    Callers skip it unless the card is locked or ``rules`` forbid the same number twice: it runs
+    for every card the rules look at.
+    """
     assert card.type is not None
     locked = card.type.locked_turns
     if locked and state.turns_taken.get(player, 0) < locked:
         return RuleError(Reason.CARD_TOO_EARLY, cardId=card.id, rank=card.type.rank, turns=locked)
-    if state.rules.no_same_number_twice and state.history:
+    if rules.no_same_number_twice and state.history:
         last = card_of(state, state.history[-1].card_id).type
         if last is not None and last.rank == card.type.rank:
             return RuleError(Reason.SAME_NUMBER_TWICE, cardId=card.id, rank=card.type.rank)
     return None
-
-
-def _card_rules(rules: RuleSet) -> bool:
-    """Whether ``rules`` can refuse a card whatever the total (the check costs a lookup per card)."""
-    return rules.no_same_number_twice or rules.locked_turns() > 0
 
 
 def card_choices(state: GameState, card: Card, player: str | None = None) -> list[Choice]:
@@ -256,7 +255,11 @@ def card_choices(state: GameState, card: Card, player: str | None = None) -> lis
 def _card_plays(state: GameState, player: str, card: Card) -> list[tuple[Play, Choice]]:
     assert card.type is not None
     rules, s = state.rules, state.total
-    refused = _card_refusal(state, player, card) if _card_rules(rules) else None
+    refused = (
+        _card_refusal(state, rules, player, card)
+        if card.type.locked_turns or rules.no_same_number_twice
+        else None
+    )
     out: list[tuple[Play, Choice]] = []
     for play in card.type.plays:
         if not _applies(play, s):
@@ -281,12 +284,13 @@ def has_legal_play(state: GameState, player: str) -> bool:
     rules = state.rules
     cat = catalogue_of(rules.deck, state.deck_count)
     s = state.total
-    card_rules = _card_rules(rules)
     for cid in state.hands[player]:
         card = cat[cid]
-        if card_rules and _card_refusal(state, player, card) is not None:
+        t = card.type
+        assert t is not None
+        if (t.locked_turns or rules.no_same_number_twice) and _card_refusal(state, rules, player, card):
             continue
-        plays = card.type.plays  # type: ignore[union-attr]
+        plays = t.plays
         if any(_applies(p, s) and _outcome(rules, s, p)[1] is None for p in plays):
             return True
     return False
@@ -349,11 +353,13 @@ def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, 
     card = card_of(state, cid)
     s = state.total
     play, choice = _select(card, action, s)
-    refused = _card_refusal(state, player, card) if _card_rules(state.rules) else None
-    if refused is not None:
-        raise refused
+    rules = state.rules
+    if card.type is not None and (card.type.locked_turns or rules.no_same_number_twice):
+        refused = _card_refusal(state, rules, player, card)
+        if refused is not None:
+            raise refused
     picked = choice.get("jokerValue")
-    result, why = _outcome(state.rules, s, play, picked if isinstance(picked, int) else None)
+    result, why = _outcome(rules, s, play, picked if isinstance(picked, int) else None)
     if why is not None:
         raise RuleError(why, cardId=cid, total=s, result=result)
     return card, result, play.effect_for(sum(state.alive.values())), choice
