@@ -670,10 +670,13 @@ def test_start_card_no_coins_and_over_99_is_out_at_once() -> None:
 def test_start_card_no_king_in_your_first_five_turns() -> None:
     """002, the start-card version: 'it is forbidden to set the total to 99 by playing a King
     during your first five turns'; from the sixth turn a King sets 99 as usual."""
-    hands = {"A": ["K", "2", "3"], "B": ["2", "3", "5"]}
-    s = make_state(rules=START_CARD, total=20, hands=hands, turns_taken={"A": 4})
+    hands = {"A": ["K", "2", "3"], "B": ["K", "3", "5"]}
+    s = make_state(rules=START_CARD, total=20, hands=hands, turns_taken={"A": 4, "B": 5})
     king = card_of(s, card_id(s, "A", "K"))
     assert [c.reason for c in card_choices(s, king)] == [Reason.CARD_TOO_EARLY]
+    # each player's view counts their own turns, whoever is to move
+    views = {p: next(h for h in player_view(s, p)["hand"] if h["card"]["face"][0] == "K") for p in "AB"}
+    assert (views["A"]["playable"], views["B"]["playable"]) == (False, True)
     with pytest.raises(RuleError) as err:
         _play(s, "A", "K")
     assert err.value.reason is Reason.CARD_TOO_EARLY
@@ -681,7 +684,7 @@ def test_start_card_no_king_in_your_first_five_turns() -> None:
     assert err.value.message("ko") == "K은(는) 내 차례 5번이 지나야 낼 수 있어요"
     s, _ = _play(s, "A", "2")  # A's fifth turn
     assert s.turns_taken["A"] == 5
-    s, _ = _play(s, "B", "2")
+    s, _ = _play(s, "B", "3")
     assert _results(s, "A", "K") == [99]
 
 
