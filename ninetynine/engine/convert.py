@@ -307,6 +307,8 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
     lives_lost: dict[str, int] = {}
     eliminated_round: dict[str, int] = {}
     names: dict[str, str] = {}
+    score: dict[str, int] = {}
+    turns_taken: dict[str, int] = {}
     for p in msg.seats:  # one pass: each iteration of a repeated field builds new wrappers
         pid = p.id
         ids.append(pid)
@@ -319,10 +321,14 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
             eliminated_round[pid] = p.eliminated_round
         if p.name:
             names[pid] = p.name
+        if p.HasField("score"):
+            score[pid] = p.score
+        if p.HasField("turns_taken"):
+            turns_taken[pid] = p.turns_taken
     history = [_record_from_bytes(r.SerializeToString()) for r in msg.history]
     preset = rules_from_wire(msg.rules.SerializeToString()) if msg.HasField("rules") else None
-    if preset is None and msg.round_starter:
-        raise _invalid_state("roundStarter without rules")
+    if preset is None and (msg.round_starter or msg.special_end):
+        raise _invalid_state("roundStarter or specialEnd without rules")
     if preset is not None:
         fewest, most = preset.players
         if not fewest <= len(ids) <= most:
@@ -360,6 +366,9 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
         history=history,
         preset=preset,
         round_starter=msg.round_starter,
+        score=score,
+        turns_taken=turns_taken,
+        special_end=msg.special_end,
     )
     if validate:
         validate_state(state)
@@ -378,6 +387,8 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     on_board = s.on_board
     lives_lost = s.lives_lost
     eliminated_round = s.eliminated_round
+    score = s.score
+    turns_taken = s.turns_taken
     add_seat = out.seats.add
     for pid in s.seats:
         seat = add_seat(
@@ -392,6 +403,10 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
         round_out = eliminated_round.get(pid)
         if round_out is not None:
             seat.eliminated_round = round_out
+        if pid in score:
+            seat.score = score[pid]
+        if pid in turns_taken:
+            seat.turns_taken = turns_taken[pid]
     out.draw_pile.extend(s.draw_pile)
     out.discard.extend(s.discard)
     out.total = s.total
@@ -412,6 +427,7 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     if s.preset is not None:
         out.MergeFromString(_rules_entry(s.preset))
         out.round_starter = s.round_starter
+        out.special_end = s.special_end
 
 
 # The same ten history records travel back and forth on every move: converting each one once
@@ -590,9 +606,42 @@ def _tokens_paid(d: Mapping[str, Any], out: events_pb2.Event, options: Options) 
     p.player_id = d["player"]
     p.tokens = d["tokens"]
     p.left = d["left"]
-    p.at = d["at"]
-    p.reach = _REACH_OUT[d["reach"]]
-    p.by = d["by"]
+    if "at" in d:
+        p.at = d["at"]
+        p.reach = _REACH_OUT[d["reach"]]
+        p.by = d["by"]
+    p.reason = d.get("reason", "")
+
+
+def _bonus(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.bonus
+    p.player_id = d["player"]
+    p.tokens = d["tokens"]
+    p.left = d["left"]
+
+
+def _round_scored(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.round_scored
+    p.round = d["round"]
+    for pid, n in d["kept"].items():
+        p.kept.add(player_id=pid, count=n)
+    for pid, n in d["score"].items():
+        p.score.add(player_id=pid, count=n)
+
+
+def _start_card(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.start_card
+    _card_into(d["card"], p.card)
+    p.total = d["total"]
+    p.returned = d["returned"]
+
+
+def _special_hand(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.special_hand
+    p.player_id = d["player"]
+    p.rank = d["rank"]
+    p.count = d["count"]
+    p.holder_wins = d["holderWins"]
 
 
 def _reshuffled(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
@@ -626,6 +675,8 @@ def result_into(d: Mapping[str, Any], out: game_pb2.GameResult) -> None:
         entry = add(player_id=r["player"], rank=r["rank"], lives_lost=r["livesLost"])
         if r["eliminatedAtRound"] is not None:
             entry.eliminated_at_round = r["eliminatedAtRound"]
+        if "score" in r:
+            entry.score = r["score"]
     out.winner.extend(d["winner"])
     out.summary = d["summary"]
     out.summary_en = d["summaryEn"]
@@ -653,6 +704,10 @@ _EVENT_WRITERS = {
     "turnSkipped": _turn_skipped,
     "playAgain": _play_again,
     "tokensPaid": _tokens_paid,
+    "bonus": _bonus,
+    "roundScored": _round_scored,
+    "startCard": _start_card,
+    "specialHand": _special_hand,
 }
 EVENT_TYPES = frozenset(_EVENT_WRITERS)
 
@@ -707,6 +762,8 @@ def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.Ga
         )
         if p["eliminatedAtRound"] is not None:
             entry.eliminated_at_round = p["eliminatedAtRound"]
+        if "score" in p:
+            entry.score = p["score"]
     out.elimination_order.extend(view["eliminationOrder"])
     out.draw_pile_count = view["drawPileCount"]
     out.discard_count = view["discardCount"]

@@ -314,7 +314,10 @@ MAX_ROWS = 10
 MAX_THRESHOLDS = 8
 MAX_TOKENS = 10
 MAX_TEXT = 200
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+MAX_TARGET = 100  # a points target (the view's score bound allows the last round's points over it)
+MAX_SPECIAL_HANDS = 4
+MAX_LOCKED_TURNS = 20
+_NAME = re.compile(r"^[a-z0-9][a-zA-Z0-9+-]{0,63}$")  # "na-standard", "classic+exact99Bonus"
 _SELECT_TEXT = {"sign": ("+", "-"), "dir": ("keep", "reverse")}
 _ACE_VALUES = (1, 10, 11)
 
@@ -418,8 +421,13 @@ def check_rules(rules: RuleSet) -> None:
     for i, t in enumerate(rules.thresholds):
         if not 0 <= t.at <= rules.limit or not 1 <= t.tokens <= MAX_TOKENS:
             raise _bad(f".thresholds[{i}]")
-    if not 0 <= rules.end.target <= 1000:
+    if not 0 <= rules.end.target <= MAX_TARGET:
         raise _bad(".end.target")
+    if len(rules.special_hands) > MAX_SPECIAL_HANDS:
+        raise _bad(f".specialHands: {len(rules.special_hands)}")
+    ranks = {t.rank for t in rules.deck.cards}
+    if any(h.rank not in ranks for h in rules.special_hands):
+        raise _bad(".specialHands: a rank the deck does not have")
 
 
 def _check_deck(rules: RuleSet) -> None:
@@ -449,6 +457,8 @@ def _check_deck(rules: RuleSet) -> None:
             raise _bad(f"{path}.rank")
         if not 0 <= t.value <= 10 or not 0 <= t.timeout_class <= 9 or not 0 <= t.count <= 99:
             raise _bad(f"{path}: value, timeoutClass or count")
+        if not 0 <= t.locked_turns <= MAX_LOCKED_TURNS:
+            raise _bad(f"{path}.lockedTurns {t.locked_turns}")
         _check_plays(rules, t.rank, t.plays, f"{path}.plays")
     if not any(t.plays and all(p.op is Op.ADD and p.amount > 0 for p in t.plays) for t in deck.cards):
         raise _bad(".deck: no card only raises the total (the game would never end)")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ninetynine.engine.convert import events_into, view_into
-from ninetynine.engine.rules import PRESETS, GameState, Phase, Rng, apply, player_view, seed_rng, setup
+from ninetynine.engine.rules import PRESETS, Event, GameState, Phase, Rng, apply, player_view, seed_rng, setup
+from ninetynine.engine.rules.presets import with_house_rules
 from ninetynine.engine.simulate import random_action
 from ninetynine.engine.v1 import engine_service_pb2 as epb
 from ninetynine.engine.v1 import view_pb2
@@ -30,8 +31,10 @@ def _frames(state: GameState, events: list[Any], seq: int) -> list[tuple[dict[st
 
 
 def _play(name: str, players: int, seed: int) -> Counter[str]:
-    """One whole game of ``name``: every event's frame and a view's every few moves, checked."""
-    rules = PRESETS[name]
+    """One whole game of ``name`` (``+`` joins §7 house rules to a preset): every event's frame and a
+    view's every few moves, checked."""
+    base, *house = name.split("+")
+    rules = with_house_rules(PRESETS[base], *house)
     seats = [f"p{i}" for i in range(players)]
     state, events = setup(seats, seed=seed, now_ms=1_700_000_000_000, rules=rules)
     rng = Rng(seed_rng(seed))
@@ -72,12 +75,25 @@ def test_preset_events_and_views_are_the_librarys_dicts_as_frames(name: str) -> 
         ("wikipedia", 4, "turnSkipped"),
         ("na-two-player-again", 2, "playAgain"),
         ("na-online", 4, "tokensPaid"),
+        ("na-points", 3, "roundScored"),
+        ("na-start-card", 4, "startCard"),
+        ("na-standard+exact99Bonus", 3, "bonus"),
     ],
 )
-def test_skips_plays_again_and_tokens_paid_reach_clients(name: str, players: int, kind: str) -> None:
+def test_every_preset_effect_reaches_clients(name: str, players: int, kind: str) -> None:
     seen: Counter[str] = Counter()
-    for seed in range(1, 6):
+    for seed in range(1, 40):
         seen += _play(name, players, seed)
         if seen[kind]:
             break
     assert seen[kind] > 0, seen
+
+
+def test_a_special_hand_event_reaches_clients() -> None:
+    """Three Kings in one hand are too rare to wait for in a played game: the event as game.py makes it."""
+    state, _ = setup(["p1", "p2", "p3"], seed=1, rules=PRESETS["na-start-card"])
+    for holder_wins in (True, False):
+        event = Event("specialHand", {"player": "p2", "rank": "K", "count": 3, "holderWins": holder_wins})
+        ((expected, frame),) = _frames(state, [event], 0)
+        assert frame["event"] == expected
+        assert _errors(EVENT, frame) == []
