@@ -35,6 +35,7 @@ from ninetynine.engine.rules import (
 )
 from ninetynine.engine.rules.errors import Lang
 from ninetynine.engine.rules.errors import message as reason_message
+from ninetynine.engine.rules.ruleset import CardType, DeckStyle
 from ninetynine.engine.ruleset_proto import rules_from_wire, rules_to_proto
 from ninetynine.engine.v1 import events_pb2, game_pb2, rules_pb2, state_pb2, view_pb2
 
@@ -729,10 +730,17 @@ def _action_dict_into(action: Mapping[str, Any], out: game_pb2.Action) -> None:
     _choice_into(action["cardId"], action, out)
 
 
-def view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko") -> None:
-    """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``."""
+def view_into(
+    view: Mapping[str, Any],
+    options: Options,
+    out: view_pb2.GameView,
+    lang: Lang = "ko",
+    rules: RuleSet | None = None,
+) -> None:
+    """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``
+    (``rules``: the game's, for the facts of a locked or repeated card's refusal)."""
     public_view_into(view, options, out)
-    private_view_into(view, options, out, lang)
+    private_view_into(view, options, out, lang, rules)
 
 
 def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView) -> None:
@@ -778,9 +786,14 @@ def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.Ga
 
 
 def private_view_into(
-    view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko"
+    view: Mapping[str, Any],
+    options: Options,
+    out: view_pb2.GameView,
+    lang: Lang = "ko",
+    rules: RuleSet | None = None,
 ) -> None:
-    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays."""
+    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays (``rules``:
+    as :func:`view_into`)."""
     if view.get("viewer"):
         out.viewer_id = view["viewer"]
     for card in view.get("hand", ()):
@@ -792,7 +805,8 @@ def private_view_into(
             if c["reason"]:
                 reason = Reason(c["reason"])
                 choice.reason = reason.value
-                choice.reason_message = reason_message(reason, _reason_facts(options, card["card"]), lang)
+                facts = _reason_facts(options, card["card"], rules)
+                choice.reason_message = reason_message(reason, facts, lang)
         joker = card.get("jokerRange")
         if joker is not None:
             entry_card.joker_min = joker["min"]
@@ -803,6 +817,19 @@ def private_view_into(
         _action_dict_into(play["action"], legal.action)
 
 
-def _reason_facts(options: Options, card: Mapping[str, Any]) -> dict[str, str]:
+def _reason_facts(options: Options, card: Mapping[str, Any], rules: RuleSet | None) -> dict[str, str]:
     lo, hi = options.joker_bounds()
-    return {"cardId": card["id"], "ace_high": str(options.ace_high), "min": str(lo), "max": str(hi)}
+    facts = {"cardId": card["id"], "ace_high": str(options.ace_high), "min": str(lo), "max": str(hi)}
+    kind = _card_type(rules, card["id"]) if rules is not None else None
+    if kind is not None:  # CARD_TOO_EARLY and SAME_NUMBER_TWICE name the rank and the locked turns
+        facts |= {"rank": kind.rank, "turns": str(kind.locked_turns)}
+    return facts
+
+
+def _card_type(rules: RuleSet, card_id: str) -> CardType | None:
+    """The type of a card by its id (``KS-1``: rank K; ``N7-3``: id prefix N7)."""
+    name = card_id.rpartition("-")[0]
+    if rules.deck.style is DeckStyle.FRENCH:
+        name = name[:-1]
+        return next((t for t in rules.deck.cards if t.rank == name), None)
+    return next((t for t in rules.deck.cards if t.id_prefix == name), None)

@@ -269,7 +269,7 @@ class EngineHandlers:
         except RuleError as err:
             raise self.refusal(err) from None
         response = pb.ViewResponse()
-        convert.view_into(view, state.options, response.view, lang)
+        convert.view_into(view, state.options, response.view, lang, state.rules)
         return response
 
     def timeout(self, request: pb.TimeoutRequest) -> pb.TimeoutResponse:

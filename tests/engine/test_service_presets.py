@@ -173,6 +173,24 @@ def test_an_override_changes_play(stub: pb_grpc.EngineServiceStub) -> None:
     assert applied.state.rules == house.state.rules
 
 
+def test_a_locked_card_says_why_in_the_view(stub: pb_grpc.EngineServiceStub) -> None:
+    """na-start-card's King may not be played in a player's first five turns: the view says so."""
+    for seed in range(200):
+        state = _setup(stub, "na-start-card", seed=seed).state
+        if _hand_card(state, "K") is not None:
+            break
+    else:
+        pytest.fail("no deal puts a King in the first player's hand")
+    request = pb.ViewRequest(state=state, viewer_id=state.current)
+    for lang, text in (
+        (EN, "A K cannot be played in your first 5 turns"),
+        ((), "K은(는) 내 차례 5번이 지나야 낼 수 있어요"),
+    ):
+        view = stub.View(request, timeout=10, metadata=lang).view
+        (king,) = (c for c in view.hand if c.card.id == _hand_card(state, "K"))
+        assert [(c.reason, c.reason_message) for c in king.choices] == [("CARD_TOO_EARLY", text)]
+
+
 def test_the_spec_house_rules_are_overrides_too(stub: pb_grpc.EngineServiceStub) -> None:
     """§7's "exactly 99 earns a bonus" over na-standard: on in the rule set, and named like a preset."""
     house = _setup(stub, "na-standard", overrides={"exact99Bonus": "on", "noSameNumberTwice": "off"})
