@@ -13,12 +13,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ninety-nine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     from ninetynine import supervisor
+    from ninetynine.engine import rules_command, simulate
     from ninetynine.engine import server as engine_server
-    from ninetynine.engine import simulate
     from ninetynine.gateway import server as gateway_server
     from ninetynine.session import server as session_server
 
     simulate.add_parser(sub)
+    rules_command.add_parser(sub)
     engine_server.add_parser(sub)
     gateway_server.add_parser(sub)
     session_server.add_parser(sub)

@@ -35,6 +35,7 @@ from ninetynine.engine.rules import (
 )
 from ninetynine.engine.rules.errors import Lang
 from ninetynine.engine.rules.errors import message as reason_message
+from ninetynine.engine.rules.ruleset import CardType, DeckStyle
 from ninetynine.engine.ruleset_proto import rules_from_wire, rules_to_proto
 from ninetynine.engine.v1 import events_pb2, game_pb2, rules_pb2, state_pb2, view_pb2
 
@@ -307,6 +308,8 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
     lives_lost: dict[str, int] = {}
     eliminated_round: dict[str, int] = {}
     names: dict[str, str] = {}
+    score: dict[str, int] = {}
+    turns_taken: dict[str, int] = {}
     for p in msg.seats:  # one pass: each iteration of a repeated field builds new wrappers
         pid = p.id
         ids.append(pid)
@@ -319,10 +322,14 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
             eliminated_round[pid] = p.eliminated_round
         if p.name:
             names[pid] = p.name
+        if p.HasField("score"):
+            score[pid] = p.score
+        if p.HasField("turns_taken"):
+            turns_taken[pid] = p.turns_taken
     history = [_record_from_bytes(r.SerializeToString()) for r in msg.history]
     preset = rules_from_wire(msg.rules.SerializeToString()) if msg.HasField("rules") else None
-    if preset is None and msg.round_starter:
-        raise _invalid_state("roundStarter without rules")
+    if preset is None and (msg.round_starter or msg.special_end):
+        raise _invalid_state("roundStarter or specialEnd without rules")
     if preset is not None:
         fewest, most = preset.players
         if not fewest <= len(ids) <= most:
@@ -360,6 +367,9 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
         history=history,
         preset=preset,
         round_starter=msg.round_starter,
+        score=score,
+        turns_taken=turns_taken,
+        special_end=msg.special_end,
     )
     if validate:
         validate_state(state)
@@ -378,6 +388,8 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     on_board = s.on_board
     lives_lost = s.lives_lost
     eliminated_round = s.eliminated_round
+    score = s.score
+    turns_taken = s.turns_taken
     add_seat = out.seats.add
     for pid in s.seats:
         seat = add_seat(
@@ -392,6 +404,10 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
         round_out = eliminated_round.get(pid)
         if round_out is not None:
             seat.eliminated_round = round_out
+        if pid in score:
+            seat.score = score[pid]
+        if pid in turns_taken:
+            seat.turns_taken = turns_taken[pid]
     out.draw_pile.extend(s.draw_pile)
     out.discard.extend(s.discard)
     out.total = s.total
@@ -412,6 +428,7 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     if s.preset is not None:
         out.MergeFromString(_rules_entry(s.preset))
         out.round_starter = s.round_starter
+        out.special_end = s.special_end
 
 
 # The same ten history records travel back and forth on every move: converting each one once
@@ -590,9 +607,42 @@ def _tokens_paid(d: Mapping[str, Any], out: events_pb2.Event, options: Options) 
     p.player_id = d["player"]
     p.tokens = d["tokens"]
     p.left = d["left"]
-    p.at = d["at"]
-    p.reach = _REACH_OUT[d["reach"]]
-    p.by = d["by"]
+    if "at" in d:
+        p.at = d["at"]
+        p.reach = _REACH_OUT[d["reach"]]
+        p.by = d["by"]
+    p.reason = d.get("reason", "")
+
+
+def _bonus(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.bonus
+    p.player_id = d["player"]
+    p.tokens = d["tokens"]
+    p.left = d["left"]
+
+
+def _round_scored(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.round_scored
+    p.round = d["round"]
+    for pid, n in d["kept"].items():
+        p.kept.add(player_id=pid, count=n)
+    for pid, n in d["score"].items():
+        p.score.add(player_id=pid, count=n)
+
+
+def _start_card(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.start_card
+    _card_into(d["card"], p.card)
+    p.total = d["total"]
+    p.returned = d["returned"]
+
+
+def _special_hand(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
+    p = out.special_hand
+    p.player_id = d["player"]
+    p.rank = d["rank"]
+    p.count = d["count"]
+    p.holder_wins = d["holderWins"]
 
 
 def _reshuffled(d: Mapping[str, Any], out: events_pb2.Event, options: Options) -> None:
@@ -626,6 +676,8 @@ def result_into(d: Mapping[str, Any], out: game_pb2.GameResult) -> None:
         entry = add(player_id=r["player"], rank=r["rank"], lives_lost=r["livesLost"])
         if r["eliminatedAtRound"] is not None:
             entry.eliminated_at_round = r["eliminatedAtRound"]
+        if "score" in r:
+            entry.score = r["score"]
     out.winner.extend(d["winner"])
     out.summary = d["summary"]
     out.summary_en = d["summaryEn"]
@@ -653,6 +705,10 @@ _EVENT_WRITERS = {
     "turnSkipped": _turn_skipped,
     "playAgain": _play_again,
     "tokensPaid": _tokens_paid,
+    "bonus": _bonus,
+    "roundScored": _round_scored,
+    "startCard": _start_card,
+    "specialHand": _special_hand,
 }
 EVENT_TYPES = frozenset(_EVENT_WRITERS)
 
@@ -674,10 +730,17 @@ def _action_dict_into(action: Mapping[str, Any], out: game_pb2.Action) -> None:
     _choice_into(action["cardId"], action, out)
 
 
-def view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko") -> None:
-    """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``."""
+def view_into(
+    view: Mapping[str, Any],
+    options: Options,
+    out: view_pb2.GameView,
+    lang: Lang = "ko",
+    rules: RuleSet | None = None,
+) -> None:
+    """A :func:`player_view` dict -> ``GameView``; refusal texts of choices are in ``lang``
+    (``rules``: the game's, for the facts of a locked or repeated card's refusal)."""
     public_view_into(view, options, out)
-    private_view_into(view, options, out, lang)
+    private_view_into(view, options, out, lang, rules)
 
 
 def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.GameView) -> None:
@@ -707,6 +770,8 @@ def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.Ga
         )
         if p["eliminatedAtRound"] is not None:
             entry.eliminated_at_round = p["eliminatedAtRound"]
+        if "score" in p:
+            entry.score = p["score"]
     out.elimination_order.extend(view["eliminationOrder"])
     out.draw_pile_count = view["drawPileCount"]
     out.discard_count = view["discardCount"]
@@ -721,9 +786,14 @@ def public_view_into(view: Mapping[str, Any], options: Options, out: view_pb2.Ga
 
 
 def private_view_into(
-    view: Mapping[str, Any], options: Options, out: view_pb2.GameView, lang: Lang = "ko"
+    view: Mapping[str, Any],
+    options: Options,
+    out: view_pb2.GameView,
+    lang: Lang = "ko",
+    rules: RuleSet | None = None,
 ) -> None:
-    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays."""
+    """The fields of a :func:`private_view` dict: the viewer, their hand and legal plays (``rules``:
+    as :func:`view_into`)."""
     if view.get("viewer"):
         out.viewer_id = view["viewer"]
     for card in view.get("hand", ()):
@@ -735,7 +805,8 @@ def private_view_into(
             if c["reason"]:
                 reason = Reason(c["reason"])
                 choice.reason = reason.value
-                choice.reason_message = reason_message(reason, _reason_facts(options, card["card"]), lang)
+                facts = _reason_facts(options, card["card"], rules)
+                choice.reason_message = reason_message(reason, facts, lang)
         joker = card.get("jokerRange")
         if joker is not None:
             entry_card.joker_min = joker["min"]
@@ -746,6 +817,19 @@ def private_view_into(
         _action_dict_into(play["action"], legal.action)
 
 
-def _reason_facts(options: Options, card: Mapping[str, Any]) -> dict[str, str]:
+def _reason_facts(options: Options, card: Mapping[str, Any], rules: RuleSet | None) -> dict[str, str]:
     lo, hi = options.joker_bounds()
-    return {"cardId": card["id"], "ace_high": str(options.ace_high), "min": str(lo), "max": str(hi)}
+    facts = {"cardId": card["id"], "ace_high": str(options.ace_high), "min": str(lo), "max": str(hi)}
+    kind = _card_type(rules, card["id"]) if rules is not None else None
+    if kind is not None:  # CARD_TOO_EARLY and SAME_NUMBER_TWICE name the rank and the locked turns
+        facts |= {"rank": kind.rank, "turns": str(kind.locked_turns)}
+    return facts
+
+
+def _card_type(rules: RuleSet, card_id: str) -> CardType | None:
+    """The type of a card by its id (``KS-1``: rank K; ``N7-3``: id prefix N7)."""
+    name = card_id.rpartition("-")[0]
+    if rules.deck.style is DeckStyle.FRENCH:
+        name = name[:-1]
+        return next((t for t in rules.deck.cards if t.rank == name), None)
+    return next((t for t in rules.deck.cards if t.id_prefix == name), None)

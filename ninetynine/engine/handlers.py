@@ -30,9 +30,8 @@ from ninetynine.common.errors import Lang, ServiceError
 from ninetynine.engine import convert, rules
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error
 from ninetynine.engine.rules import CLASSIC, KR, PRESETS, GameState, Options, Reason, RuleError, RuleSet
-from ninetynine.engine.rules.overrides import MAX_OVERRIDE_TEXT, apply_overrides
+from ninetynine.engine.rules.overrides import MAX_OVERRIDE_TEXT, apply_overrides, label_options
 from ninetynine.engine.rules.presets import preset_names, rules_for
-from ninetynine.engine.rules.ruleset import DeckStyle
 from ninetynine.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
 from ninetynine.engine.ruleset_proto import check_rules, rules_to_proto
 from ninetynine.engine.v1 import engine_service_pb2 as pb
@@ -126,7 +125,7 @@ def _game_rules(name: str, options: Options, overrides: Mapping[str, str]) -> tu
         options = replace(options, mode=name)
     if name in PRESETS:
         base = PRESETS[name]
-        options = Options(mode=CLASSIC if base.deck.style is DeckStyle.FRENCH else KR)
+        options = label_options(base)
     elif not overrides:
         return options, None
     else:
@@ -270,7 +269,7 @@ class EngineHandlers:
         except RuleError as err:
             raise self.refusal(err) from None
         response = pb.ViewResponse()
-        convert.view_into(view, state.options, response.view, lang)
+        convert.view_into(view, state.options, response.view, lang, state.rules)
         return response
 
     def timeout(self, request: pb.TimeoutRequest) -> pb.TimeoutResponse:

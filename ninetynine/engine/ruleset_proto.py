@@ -64,9 +64,22 @@ class _Shape:
         raise NotImplementedError
 
 
+_SCALAR_CPP = {
+    str: {FieldDescriptor.CPPTYPE_STRING},
+    bool: {FieldDescriptor.CPPTYPE_BOOL},
+    int: {
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_INT64,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_UINT64,
+    },
+}
+
+
 class _Scalar(_Shape):
-    def __init__(self, py: type) -> None:
-        self.py = py
+    def __init__(self, py: type, field: FieldDescriptor) -> None:
+        if field.cpp_type not in _SCALAR_CPP[py]:
+            raise TypeError(f"{field.full_name}: a {py.__name__} needs a {py.__name__} field")
 
     def write(self, msg: Any, name: str, value: Any) -> None:
         setattr(msg, name, value)
@@ -259,8 +272,8 @@ def _element(hint: Any, field: FieldDescriptor, owner: type) -> _Shape:
     if typing.get_origin(hint) is tuple:
         assert field.message_type is not None, field.full_name
         return _Tuple(typing.get_args(hint), field.message_type, owner)
-    if hint in (int, str, bool):
-        return _Scalar(hint)
+    if hint in _SCALAR_CPP:
+        return _Scalar(hint, field)
     raise TypeError(f"{owner.__name__}.{field.name}: no mapping for {hint}")
 
 
@@ -284,6 +297,8 @@ def rules_to_proto(rules: RuleSet) -> rules_pb2.RuleSet:
 @lru_cache(maxsize=256)
 def rules_from_wire(data: bytes) -> RuleSet:
     """A ``RuleSet`` message's bytes -> the checked :class:`RuleSet`; raises INVALID_STATE."""
+    if len(data) > MAX_RULES_BYTES:  # every preset is under 1 KiB: refuse before decoding
+        raise _bad(f": {len(data)} bytes")
     msg: Message = rules_pb2.RuleSet.FromString(data)
     rules: RuleSet = _RULESET.build(msg, "")
     check_rules(rules)
@@ -291,6 +306,7 @@ def rules_from_wire(data: bytes) -> RuleSet:
 
 
 # Bounds on what a state may describe: room for every preset, nothing a client could inflate.
+MAX_RULES_BYTES = 8192
 MAX_CARD_TYPES = 16
 MAX_PLAYS = 4
 MAX_CARDS = 200  # GameStarted.deck_size's bound
@@ -298,7 +314,10 @@ MAX_ROWS = 10
 MAX_THRESHOLDS = 8
 MAX_TOKENS = 10
 MAX_TEXT = 200
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+MAX_TARGET = 100  # a points target (the view's score bound allows the last round's points over it)
+MAX_SPECIAL_HANDS = 4
+MAX_LOCKED_TURNS = 20
+_NAME = re.compile(r"^[a-z0-9][a-zA-Z0-9+-]{0,63}$")  # "na-standard", "classic+exact99Bonus"
 _SELECT_TEXT = {"sign": ("+", "-"), "dir": ("keep", "reverse")}
 _ACE_VALUES = (1, 10, 11)
 
@@ -402,8 +421,13 @@ def check_rules(rules: RuleSet) -> None:
     for i, t in enumerate(rules.thresholds):
         if not 0 <= t.at <= rules.limit or not 1 <= t.tokens <= MAX_TOKENS:
             raise _bad(f".thresholds[{i}]")
-    if not 0 <= rules.end.target <= 1000:
+    if not 0 <= rules.end.target <= MAX_TARGET:
         raise _bad(".end.target")
+    if len(rules.special_hands) > MAX_SPECIAL_HANDS:
+        raise _bad(f".specialHands: {len(rules.special_hands)}")
+    ranks = {t.rank for t in rules.deck.cards}
+    if any(h.rank not in ranks for h in rules.special_hands):
+        raise _bad(".specialHands: a rank the deck does not have")
 
 
 def _check_deck(rules: RuleSet) -> None:
@@ -433,6 +457,8 @@ def _check_deck(rules: RuleSet) -> None:
             raise _bad(f"{path}.rank")
         if not 0 <= t.value <= 10 or not 0 <= t.timeout_class <= 9 or not 0 <= t.count <= 99:
             raise _bad(f"{path}: value, timeoutClass or count")
+        if not 0 <= t.locked_turns <= MAX_LOCKED_TURNS:
+            raise _bad(f"{path}.lockedTurns {t.locked_turns}")
         _check_plays(rules, t.rank, t.plays, f"{path}.plays")
     if not any(t.plays and all(p.op is Op.ADD and p.amount > 0 for p in t.plays) for t in deck.cards):
         raise _bad(".deck: no card only raises the total (the game would never end)")

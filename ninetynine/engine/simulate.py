@@ -17,6 +17,11 @@ Policies:
   two ends) then takes a uniform value within its range.
 * ``timeout``: every move is the spec §8.5 automatic move
   (:func:`~ninetynine.engine.rules.timeout_action`).
+
+``--rules NAME`` plays a preset (:mod:`ninetynine.engine.rules.presets`): ``kr-product`` and
+``classic`` are ``--mode`` by another name, with ``--option`` their spec options; any other
+preset takes ``--option`` as its house rules (:mod:`ninetynine.engine.rules.overrides`) and its
+summary names it (``rules``) and counts its turn effects (``effects``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from ninetynine.engine.rules import (
@@ -38,13 +43,24 @@ from ninetynine.engine.rules import (
     Reason,
     Rng,
     RuleError,
+    RuleSet,
     apply,
+    card_of,
     legal_choices,
     seed_rng,
     setup,
     timeout_action,
 )
 from ninetynine.engine.rules.options import CHOICES, KEY_TO_ATTR, check_player_count
+from ninetynine.engine.rules.overrides import (
+    CARD_EFFECTS,
+    CARD_KEY,
+    OVERRIDE_KEYS,
+    apply_overrides,
+    label_options,
+)
+from ninetynine.engine.rules.presets import PRESETS, preset_names
+from ninetynine.engine.rules.ruleset import Op
 
 POLICIES = ("random", "timeout")
 PLAY_STREAM = 99
@@ -68,6 +84,8 @@ class SimConfig:
     games: int
     seed: int
     policy: str = "random"
+    rules: RuleSet | None = None  # a preset other than the spec's modes, house rules applied
+    house_rules: tuple[tuple[str, str], ...] = ()  # the --option items that made ``rules``
 
 
 @dataclass(slots=True)
@@ -87,12 +105,20 @@ class Tally:
     lives_lost: list[int] = field(default_factory=list)
     reshuffles: int = 0
     direction_changes: int = 0
+    effects: Counter[str] = field(default_factory=Counter)  # preset games: skips, plays again, tokens
 
     def summary(self) -> dict[str, Any]:
         cfg = self.config
         games = len(self.moves)
         total_moves = sum(self.moves)
         total_cards = sum(self.cards_played.values())
+        preset: dict[str, Any] = {}
+        if cfg.rules is not None:
+            preset = {
+                "rules": cfg.rules.name,
+                "options": dict(cfg.house_rules),
+                "effects": {k: self.effects[k] for k in _EFFECTS},
+            }
         return {
             "mode": cfg.options.mode,
             "players": cfg.players,
@@ -140,7 +166,11 @@ class Tally:
             "choices": dict(sorted(self.choices.items())),
             "reshuffles": self.reshuffles,
             "directionChanges": self.direction_changes,
+            **preset,
         }
+
+
+_EFFECTS = ("turnSkipped", "playAgain", "tokensPaid")
 
 
 def _round(x: float) -> float:
@@ -168,14 +198,19 @@ def check_config(config: SimConfig) -> None:
         check_player_count(config.players)
     except RuleError as err:
         raise ConfigError(err.message("en")) from err
+    if config.rules is not None:
+        fewest, most = config.rules.players
+        if not fewest <= config.players <= most:
+            raise ConfigError(f"{config.rules.name} seats {fewest} to {most} players (got {config.players})")
 
 
 def random_action(state: GameState, rng: Rng) -> Action:
     choices = legal_choices(state, state.current)
     action = choices[rng.below(len(choices))].action
     if action.joker_value is not None:
-        lo, hi = state.options.joker_bounds()
-        action = Action(action.card_id, joker_value=lo + rng.below(hi - lo + 1))
+        plays = card_of(state, action.card_id).type.plays  # type: ignore[union-attr]
+        pick = next(p for p in plays if p.op is Op.PICK)
+        action = Action(action.card_id, joker_value=pick.lo + rng.below(pick.hi - pick.lo + 1))
     return action
 
 
@@ -203,7 +238,7 @@ def _choice_label(kind: str, choice: Mapping[str, object], options: Options) -> 
 def play_game(config: SimConfig, game_seed: int, tally: Tally) -> None:
     """Play one game to the end with ``config.policy`` and add it to ``tally``."""
     seats = [f"p{i + 1}" for i in range(config.players)]
-    state, events = setup(seats, config.options, seed=game_seed)
+    state, events = setup(seats, config.options, seed=game_seed, rules=config.rules)
     # setup's first player, even if an automatic loss at the first turn moved the turn on
     starter: str = next(e.data["starter"] for e in events if e.type == "roundStarted")
     play_rng = Rng(seed_rng(game_seed, PLAY_STREAM))
@@ -251,6 +286,8 @@ def _count(events: Sequence[Event], tally: Tally, options: Options) -> int:
             tally.reshuffles += 1
         elif kind == "directionChanged":
             tally.direction_changes += 1
+        elif kind in _EFFECTS:
+            tally.effects[kind] += 1
     return lives_lost
 
 
@@ -289,6 +326,31 @@ def parse_options(mode: str, raw_options: Sequence[str]) -> Options:
         return Options.from_mapping(mapping)
     except RuleError as err:
         raise ConfigError(_explain(err)) from err
+
+
+def parse_rules(name: str, raw_options: Sequence[str]) -> SimConfig:
+    """``--rules NAME`` with its ``--option`` items: the spec's modes take spec options, any other
+    preset takes house rules (``card.K=add``, ``tokens=4``). Players, games, seed and policy are
+    the defaults (callers replace them)."""
+    if name not in preset_names():
+        raise ConfigError(f"unknown rules {name!r} (see `ninety-nine rules list`)")
+    if name not in PRESETS:
+        return SimConfig(parse_options(name, raw_options), 4, 1000, 0)
+    overrides: dict[str, str] = {}
+    for item in raw_options:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--option expects key=value, got {item!r}")
+        if key.strip() in overrides:
+            raise ConfigError(f"option {key.strip()} given twice")
+        overrides[key.strip()] = value.strip()
+    try:
+        rules = apply_overrides(PRESETS[name], overrides)
+    except RuleError as err:
+        keys = ", ".join([*OVERRIDE_KEYS, f"{CARD_KEY}<rank>"])
+        effects = ", ".join(CARD_EFFECTS)
+        raise ConfigError(f"{err.message('en')} (house rules: {keys}; a card may be {effects})") from err
+    return SimConfig(label_options(rules), 4, 1000, 0, rules=rules, house_rules=tuple(overrides.items()))
 
 
 def _explain(err: RuleError) -> str:
@@ -349,7 +411,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     moves = summary["moves"]
     options = ", ".join(f"{k}={_show(v)}" for k, v in summary["options"].items() if k != "mode")
     lines = [
-        f"simulated {games} {summary['mode']} games, {summary['players']} players, "
+        f"simulated {games} {summary.get('rules', summary['mode'])} games, {summary['players']} players, "
         f"seed {summary['seed']}, policy {summary['policy']}",
         f"options: {options}",
         f"moves per game: mean {moves['mean']:.2f}, p50 {moves['p50']}, max {moves['max']} "
@@ -374,6 +436,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         "choices: " + (", ".join(f"{k}: {n}" for k, n in summary["choices"].items()) or "none"),
         f"reshuffles: {summary['reshuffles']}, direction changes: {summary['directionChanges']}",
     ]
+    if "effects" in summary:
+        lines.append("effects: " + ", ".join(f"{k}: {n}" for k, n in summary["effects"].items()))
     return "\n".join(lines)
 
 
@@ -402,6 +466,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "(same arguments, same numbers; only the timing line differs).",
     )
     parser.add_argument("--mode", default="kr-product", help="kr-product (default) or classic")
+    parser.add_argument(
+        "--rules",
+        metavar="NAME",
+        help="play a preset (`ninety-nine rules list`); --option then sets its house rules",
+    )
     parser.add_argument("--players", type=int, default=4, help="players per game, 2-10 (default 4)")
     parser.add_argument("--games", type=_positive_int, default=1000, help="games to play (default 1000)")
     parser.add_argument("--seed", type=_non_negative_int, default=0, help="master seed (default 0)")
@@ -422,8 +491,11 @@ def run_command(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     err: TextIO = sys.stderr
     try:
-        options = parse_options(args.mode, args.option)
-        config = SimConfig(options, args.players, args.games, args.seed, args.policy)
+        if args.rules is None:
+            base = SimConfig(parse_options(args.mode, args.option), 4, 1000, 0)
+        else:
+            base = parse_rules(args.rules, args.option)
+        config = replace(base, players=args.players, games=args.games, seed=args.seed, policy=args.policy)
         check_config(config)
     except ConfigError as exc:
         print(f"ninety-nine simulate: error: {exc}", file=err)

@@ -173,6 +173,36 @@ def test_an_override_changes_play(stub: pb_grpc.EngineServiceStub) -> None:
     assert applied.state.rules == house.state.rules
 
 
+def test_a_locked_card_says_why_in_the_view(stub: pb_grpc.EngineServiceStub) -> None:
+    """na-start-card's King may not be played in a player's first five turns: the view says so."""
+    for seed in range(200):
+        state = _setup(stub, "na-start-card", seed=seed).state
+        if _hand_card(state, "K") is not None:
+            break
+    else:
+        pytest.fail("no deal puts a King in the first player's hand")
+    request = pb.ViewRequest(state=state, viewer_id=state.current)
+    for lang, text in (
+        (EN, "A K cannot be played in your first 5 turns"),
+        ((), "K은(는) 내 차례 5번이 지나야 낼 수 있어요"),
+    ):
+        view = stub.View(request, timeout=10, metadata=lang).view
+        (king,) = (c for c in view.hand if c.card.id == _hand_card(state, "K"))
+        assert [(c.reason, c.reason_message) for c in king.choices] == [("CARD_TOO_EARLY", text)]
+
+
+def test_the_spec_house_rules_are_overrides_too(stub: pb_grpc.EngineServiceStub) -> None:
+    """§7's "exactly 99 earns a bonus" over na-standard: on in the rule set, and named like a preset."""
+    house = _setup(stub, "na-standard", overrides={"exact99Bonus": "on", "noSameNumberTwice": "off"})
+    assert house.state.rules.exact_limit_bonus and not house.state.rules.no_same_number_twice
+    assert house.state.rules.name == "na-standard+exact99Bonus"
+    assert house.events[0].game_started.rules == "na-standard+exact99Bonus"
+    err = _refused(
+        stub.Setup, pb.SetupRequest(player_ids=["a", "b"], rules="classic", overrides={"exact99Bonus": "1"})
+    )
+    assert dict(only_error_info(err).metadata) == {"key": "exact99Bonus", "value": "1"}
+
+
 def test_overrides_over_a_spec_mode_make_a_preset_game(stub: pb_grpc.EngineServiceStub) -> None:
     plain = _setup(stub, CLASSIC)
     assert not plain.state.HasField("rules")
@@ -265,6 +295,9 @@ def _tampered() -> list[tuple[str, str, Any]]:
         for _ in range(4):
             plays.add().CopyFrom(plays[0])
 
+    def huge(s: state_pb2.State) -> None:
+        s.rules.source = "x" * 10_000
+
     def add_type(s: state_pb2.State) -> None:
         for i in range(17):
             s.rules.deck.cards.add(rank=f"X{i}", kind=1, value=1, plays=[s.rules.deck.cards[1].plays[0]])
@@ -313,12 +346,25 @@ def _tampered() -> list[tuple[str, str, Any]]:
     def joker_range(s: state_pb2.State) -> None:
         s.rules.deck.cards[-1].plays[0].hi = 150
 
+    def special_rank(s: state_pb2.State) -> None:
+        s.rules.special_hands[0].rank = "Z"
+
+    def locked(s: state_pb2.State) -> None:
+        next(c for c in s.rules.deck.cards if c.locked_turns).locked_turns = 50
+
+    def score_dropped(s: state_pb2.State) -> None:
+        s.seats[0].ClearField("score")
+
+    def special_end(s: state_pb2.State) -> None:
+        s.special_end = "K"  # the game is still in play
+
     def tokens(s: state_pb2.State) -> None:
         s.rules.tokens.start_by_players[0].value = 50
 
     return [
         ("five plays on one card", "na-standard", more_plays),
         ("30 card types", "na-standard", add_type),
+        ("a rule set of 10 kB", "na-standard", huge),
         ("5000 cards of a type", KR, numbered_count),
         ("20 players", "na-standard", players),
         ("limit 500", "na-standard", limit),
@@ -334,6 +380,10 @@ def _tampered() -> list[tuple[str, str, Any]]:
         ("rules removed", "na-standard", rules_stripped),
         ("a joker range past 99", KR, joker_range),
         ("fifty tokens", "na-standard", tokens),
+        ("a special hand of a rank not in the deck", "na-start-card", special_rank),
+        ("a King locked for 50 turns", "na-start-card", locked),
+        ("a seat without its score", "na-points", score_dropped),
+        ("a special hand ending a game in play", "na-start-card", special_end),
     ]
 
 

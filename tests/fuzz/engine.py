@@ -4,8 +4,9 @@ The first byte picks the method (``Setup``, ``Apply``, ``View``, ``Timeout``; fo
 language), the rest is the request's wire bytes: what a caller of the engine's gRPC service sends.
 Bytes that do not decode are skipped (the server's lenient deserializer refuses them before the
 handlers; ``tests/engine/test_service_fuzz.py`` covers that). The seeds are real requests from
-games of both modes at several stages, so libFuzzer starts from states the validator accepts, and
-half its mutations change one field of the decoded request (``custom_mutator``) instead of bytes.
+games of both modes and of a preset (its rule set in the state) at several stages, so libFuzzer
+starts from states the validator accepts, and half its mutations change one field of the decoded
+request (``custom_mutator``) instead of bytes.
 
 Contract: a response, or a ``ServiceError`` with an UPPER_SNAKE rules reason and a status code of the
 error table (INVALID_ARGUMENT, FAILED_PRECONDITION, ABORTED; never UNKNOWN or INTERNAL); the request
@@ -29,7 +30,7 @@ with atheris.instrument_imports(include=["ninetynine"]):
     from ninetynine.engine import convert
     from ninetynine.engine.errors import REASON_STATUS
     from ninetynine.engine.handlers import EngineHandlers, RulesMetrics
-    from ninetynine.engine.rules import CLASSIC, Options, Reason, apply, setup, timeout_action
+    from ninetynine.engine.rules import CLASSIC, PRESETS, Options, Reason, apply, setup, timeout_action
     from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 HANDLERS: Final = EngineHandlers(RulesMetrics.create(None), log_fields=False)
@@ -82,7 +83,10 @@ def TestOneInput(data: bytes) -> None:
 # Half the mutations are structure-aware (tests.fuzz.common.mutate_wire): libFuzzer's byte
 # mutations mostly break a request's wire format or its seed commitment, so alone they reach the
 # validator's first checks over and over.
-STRINGS: Final = ("", "x", "N1-1", "N10-2", "PM9-1", "J-1", "Z-1", "AS-1", "10D-2", "ann", "bob", "0" * 64)
+STRINGS: Final = (
+    *("", "x", "N1-1", "N10-2", "PM9-1", "J-1", "Z-1", "AS-1", "10D-2", "ann", "bob", "0" * 64),
+    *("na-online", "card.K", "add", "tokens", "aceValue", "sign"),
+)
 
 
 def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
@@ -91,17 +95,20 @@ def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
 
 
 def _requests() -> list[tuple[int, Message]]:
-    """Real requests (method index, message) from games of both modes, start to finish."""
+    """Real requests (method index, message) from games of both modes and a preset, start to finish."""
     out: list[tuple[int, Message]] = []
-    for options, players in (
-        (Options(), ["ann", "bob", "cho"]),
-        (Options(mode=CLASSIC, lives=1), ["a", "b"]),
+    for options, players, rules in (
+        (Options(), ["ann", "bob", "cho"], ""),
+        (Options(mode=CLASSIC, lives=1), ["a", "b"], ""),
+        (Options(mode=CLASSIC), ["ann", "bob", "cho"], "na-online"),
     ):
-        setup_request = pb.SetupRequest(player_ids=players, seed=7, now_ms=1_000)
+        setup_request = pb.SetupRequest(player_ids=players, seed=7, now_ms=1_000, rules=rules)
         setup_request.options.CopyFrom(convert.options_to_proto(options))
         setup_request.display_names[players[0]] = "지호"
+        if rules:
+            setup_request.overrides["card.K"] = "add"
         out.append((0, setup_request))
-        state, _ = setup(players, options, seed=7, now_ms=1_000)
+        state, _ = setup(players, options, seed=7, now_ms=1_000, rules=PRESETS.get(rules))
         moves = 0
         while not state.finished and moves < 400:
             if moves % 7 == 0:

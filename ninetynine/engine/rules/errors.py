@@ -20,6 +20,8 @@ class Reason(StrEnum):
     NOT_YOUR_TURN = "NOT_YOUR_TURN"
     CARD_NOT_IN_HAND = "CARD_NOT_IN_HAND"
     GAME_FINISHED = "GAME_FINISHED"
+    CARD_TOO_EARLY = "CARD_TOO_EARLY"
+    SAME_NUMBER_TWICE = "SAME_NUMBER_TWICE"
     # Malformed choices for the card being played.
     SIGN_REQUIRED = "SIGN_REQUIRED"
     ACE_VALUE_REQUIRED = "ACE_VALUE_REQUIRED"
@@ -47,6 +49,14 @@ TEXTS: dict[Reason, tuple[str, str]] = {
     Reason.NOT_YOUR_TURN: ("지금은 내 차례가 아니에요", "It is not your turn"),
     Reason.CARD_NOT_IN_HAND: ("손에 없는 카드예요", "That card is not in your hand"),
     Reason.GAME_FINISHED: ("이미 끝난 게임이에요", "The game is already over"),
+    Reason.CARD_TOO_EARLY: (
+        "{rank}은(는) 내 차례 {turns}번이 지나야 낼 수 있어요",
+        "A {rank} cannot be played in your first {turns} turns",
+    ),
+    Reason.SAME_NUMBER_TWICE: (
+        "방금 나온 {rank}와(과) 같은 숫자는 이어서 낼 수 없어요",
+        "The same number ({rank}) cannot be played twice in a row",
+    ),
     Reason.SIGN_REQUIRED: ("더하기와 빼기 중 하나를 골라 주세요", "Choose plus or minus"),
     Reason.ACE_VALUE_REQUIRED: (
         "A는 1과 {ace_high} 중 하나를 골라 주세요",

@@ -13,6 +13,7 @@ seat order, until each has ``hand_size`` cards or the pile is empty.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from .ruleset import (
     Limit,
     LossEnds,
     Op,
+    OutWhen,
     Play,
     Reach,
     Refill,
@@ -141,6 +143,8 @@ def setup(
         seed_commitment=seed_commitment(seed),
         preset=rules,
         round_starter=first if rules is not None else "",
+        score={p: 0 for p in seats} if resolved.points else {},
+        turns_taken={p: 0 for p in seats} if resolved.locked_turns() else {},
     )
     started: dict[str, object] = {
         "stateVersion": state.state_version,
@@ -156,7 +160,9 @@ def setup(
         started["rules"] = rules.name
     events = [Event("gameStarted", started)]
     _deal(state, first, events)
+    _turn_start_card(state, events)
     events.append(_round_started(state, first))
+    _check_special_hands(state, _seat_order_from(state, first), events)
     _start_turn(state, rng, events, now_ms)
     state.rng = rng.freeze()
     return state, events
@@ -223,35 +229,58 @@ def _action_for(card_id: str, play: Play, value: object = None) -> Action:
     return Action(card_id, **{_SELECT_ATTR[key]: chosen if value is None else value})  # type: ignore[arg-type]
 
 
-def card_choices(state: GameState, card: Card) -> list[Choice]:
+def _card_refusal(state: GameState, rules: RuleSet, player: str, card: Card) -> RuleError | None:
+    """Why ``player`` may not play ``card`` at all now, whatever the total (None: they may).
+
+    Callers skip it unless the card is locked or ``rules`` forbid the same number twice: it runs
+    for every card the rules look at.
+    """
+    assert card.type is not None
+    locked = card.type.locked_turns
+    if locked and state.turns_taken.get(player, 0) < locked:
+        return RuleError(Reason.CARD_TOO_EARLY, cardId=card.id, rank=card.type.rank, turns=locked)
+    if rules.no_same_number_twice and state.history:
+        last = card_of(state, state.history[-1].card_id).type
+        if last is not None and last.rank == card.type.rank:
+            return RuleError(Reason.SAME_NUMBER_TWICE, cardId=card.id, rank=card.type.rank)
+    return None
+
+
+def card_choices(state: GameState, card: Card, player: str | None = None) -> list[Choice]:
     """Every distinct way to play ``card`` now, legal or not, with its resulting total.
 
-    A play naming a number in a range (the joker) is listed at the range's two ends; every
-    integer between is legal too.
+    ``player`` holds the card (default: the player to move). A play naming a number in a range
+    (the joker) is listed at the range's two ends; every integer between is legal too.
     """
-    return [c for _, c in _card_plays(state.rules, state.total, card)]
+    return [c for _, c in _card_plays(state, player or state.current, card)]
 
 
-def _card_plays(rules: RuleSet, s: int, card: Card) -> list[tuple[Play, Choice]]:
+def _card_plays(state: GameState, player: str, card: Card) -> list[tuple[Play, Choice]]:
     assert card.type is not None
+    rules, s = state.rules, state.total
+    refused = (
+        _card_refusal(state, rules, player, card)
+        if card.type.locked_turns or rules.no_same_number_twice
+        else None
+    )
     out: list[tuple[Play, Choice]] = []
     for play in card.type.plays:
         if not _applies(play, s):
             continue
         if play.op is Op.PICK:
-            out.append((play, Choice(_action_for(card.id, play, play.lo), play.lo)))
-            out.append((play, Choice(_action_for(card.id, play, play.hi), play.hi)))
+            why = refused.reason if refused else None
+            out.append((play, Choice(_action_for(card.id, play, play.lo), play.lo, why)))
+            out.append((play, Choice(_action_for(card.id, play, play.hi), play.hi, why)))
             continue
         result, why = _outcome(rules, s, play)
-        out.append((play, Choice(_action_for(card.id, play), result, why)))
+        out.append((play, Choice(_action_for(card.id, play), result, refused.reason if refused else why)))
     return out
 
 
 def legal_choices(state: GameState, player: str) -> list[Choice]:
     """The legal (card, choice) pairs of ``player``'s hand, in hand order."""
-    rules, s = state.rules, state.total
-    cat = catalogue_of(rules.deck, state.deck_count)
-    return [c for cid in state.hands[player] for _, c in _card_plays(rules, s, cat[cid]) if c.legal]
+    cat = catalogue_of(state.rules.deck, state.deck_count)
+    return [c for cid in state.hands[player] for _, c in _card_plays(state, player, cat[cid]) if c.legal]
 
 
 def has_legal_play(state: GameState, player: str) -> bool:
@@ -259,7 +288,12 @@ def has_legal_play(state: GameState, player: str) -> bool:
     cat = catalogue_of(rules.deck, state.deck_count)
     s = state.total
     for cid in state.hands[player]:
-        plays = cat[cid].type.plays  # type: ignore[union-attr]
+        card = cat[cid]
+        t = card.type
+        assert t is not None
+        if (t.locked_turns or rules.no_same_number_twice) and _card_refusal(state, rules, player, card):
+            continue
+        plays = t.plays
         if any(_applies(p, s) and _outcome(rules, s, p)[1] is None for p in plays):
             return True
     return False
@@ -322,8 +356,13 @@ def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, 
     card = card_of(state, cid)
     s = state.total
     play, choice = _select(card, action, s)
+    rules = state.rules
+    if card.type is not None and (card.type.locked_turns or rules.no_same_number_twice):
+        refused = _card_refusal(state, rules, player, card)
+        if refused is not None:
+            raise refused
     picked = choice.get("jokerValue")
-    result, why = _outcome(state.rules, s, play, picked if isinstance(picked, int) else None)
+    result, why = _outcome(rules, s, play, picked if isinstance(picked, int) else None)
     if why is not None:
         raise RuleError(why, cardId=cid, total=s, result=result)
     return card, result, play.effect_for(sum(state.alive.values())), choice
@@ -367,6 +406,10 @@ def apply(
         del s.history[0]
     events.append(Event("cardPlayed", {**record.to_dict(), "kind": str(card.kind), "seq": s.seq + 1}))
     rules = s.rules
+    if player in s.turns_taken and s.turns_taken[player] < rules.locked_turns():
+        s.turns_taken[player] += 1
+    if rules.exact_limit_bonus and result == rules.limit and before != result:
+        _bonus(s, player, events)
     if (rules.thresholds or result > rules.limit) and _thresholds(s, player, before, result, rng, events):
         s.seq += 1
         if s.phase is Phase.PLAYING:
@@ -378,7 +421,12 @@ def apply(
         events.append(Event("directionChanged", {"player": player, "direction": s.direction}))
     if s.alive[player]:  # a threshold may have cost the player their last token
         _refill(s, player, rng, events)
+        if rules.special_hands:
+            _check_special_hands(s, [player], events)
     s.seq += 1
+    if s.phase is Phase.FINISHED:
+        s.rng = rng.freeze()
+        return s, events
     if effect is Effect.PLAY_AGAIN and s.alive[player]:
         events.append(Event("playAgain", {"player": player}))
         s.current = player
@@ -422,7 +470,11 @@ def _thresholds(s: GameState, player: str, before: int, after: int, rng: Rng, ev
             if s.phase is Phase.FINISHED:
                 return True
     if ends:
-        _new_round(s, _next_alive(s, player), rng, events, everything=True, reason="thresholdEnded")
+        if s.rules.starter is Starter.ROTATE:
+            starter = _next_alive(s, s.round_starter or player, clockwise=True)
+        else:
+            starter = _next_alive(s, player)
+        _new_round(s, starter, rng, events, everything=True, reason="thresholdEnded")
     return ends
 
 
@@ -431,11 +483,23 @@ def _pay(s: GameState, player: str, tokens: int, why: dict[str, object], events:
     if not s.alive[player]:  # out at an earlier border of the same play
         return
     if s.lives[player] < tokens:
-        _eliminate(s, player, events, reason="cannotPay")
-        return
+        if s.rules.tokens.out_when is not OutWhen.NEVER:
+            _eliminate(s, player, events, reason="cannotPay")
+            return
+        tokens = s.lives[player]  # game points: what is not there is not paid
     s.lives[player] -= tokens
     s.lives_lost[player] += tokens
     events.append(Event("tokensPaid", {"player": player, "tokens": tokens, "left": s.lives[player], **why}))
+
+
+def _bonus(s: GameState, player: str, events: list[Event]) -> None:
+    """§7 house rule: making the total exactly the limit wins back one token the player lost."""
+    back = 1 if s.lives[player] < s.start_lives and s.lives_lost[player] > 0 else 0
+    s.lives[player] += back
+    s.lives_lost[player] -= back
+    if back:
+        s.on_board[player] = False
+    events.append(Event("bonus", {"player": player, "tokens": back, "left": s.lives[player]}))
 
 
 def _refill(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
@@ -512,7 +576,9 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
         else:
             s.current = nxt
         return
-    if s.lives[player] > 0:
+    if s.rules.tokens.out_when is OutWhen.NEVER:  # game points: pay one if there is one, never out
+        _pay(s, player, 1, {"reason": "noPlayableCard"}, events)
+    elif s.lives[player] > 0:
         s.lives[player] -= 1
         s.lives_lost[player] += 1
         on_board = s.lives[player] == 0 and s.rules.tokens.on_the_board
@@ -575,8 +641,11 @@ def _new_round(
     """A fresh deal. Lives mode gathers every card; ``reset`` gathers the survivors' hands into the pile.
 
     The gathered cards are put in canonical deck order before the shuffle, so the new
-    pile depends only on which cards were gathered and the RNG.
+    pile depends only on which cards were gathered and the RNG. With game points the round's
+    points are banked first, and a score at the target ends the game instead.
     """
+    if s.rules.points and _bank_points(s, events):
+        return
     deck = cards_of(s.rules.deck, s.deck_count)
     if everything:
         pile = [c.id for c in deck]
@@ -599,7 +668,60 @@ def _new_round(
         s.direction = 1
     s.history = []
     _deal(s, starter, events)
+    _turn_start_card(s, events)
     events.append(_round_started(s, starter, reason))
+    if s.rules.special_hands:
+        _check_special_hands(s, _seat_order_from(s, starter), events)
+
+
+def _bank_points(s: GameState, events: list[Event]) -> bool:
+    """The points kept this round go to the scores, and the points come back; True if the game ended."""
+    kept = {p: s.lives[p] for p in s.seats if s.alive[p]}
+    for p, points in kept.items():
+        s.score[p] += points
+        s.lives[p] = s.start_lives
+    events.append(Event("roundScored", {"round": s.round, "kept": kept, "score": dict(s.score)}))
+    if max(s.score.values()) >= s.rules.end.target:
+        _finish(s, events)
+        return True
+    return False
+
+
+def _turn_start_card(s: GameState, events: list[Event]) -> None:
+    """``Start.from_card``: turn up stock cards, putting each special one back in the middle of the
+    stock, until an ordinary card shows; it starts the pile and sets the total."""
+    if not s.rules.start.from_card:
+        return
+    for returned in range(len(s.draw_pile)):  # a stock of special cards only leaves the start total
+        card = card_of(s, s.draw_pile.pop())
+        assert card.type is not None
+        if card.type.ordinary:
+            s.discard.append(card.id)
+            s.total = card.type.plays[0].amount
+            data = {"card": card.to_dict(), "total": s.total, "returned": returned}
+            events.append(Event("startCard", data))
+            return
+        s.draw_pile.insert(len(s.draw_pile) // 2, card.id)
+
+
+def _check_special_hands(s: GameState, players: Sequence[str], events: list[Event]) -> None:
+    """A special hand (three Kings, three Sixes) held by one of ``players``, in order, ends the game."""
+    cat = catalogue_of(s.rules.deck, s.deck_count)
+    for p in players:
+        if not s.alive[p]:
+            continue
+        held = Counter(cat[cid].type.rank for cid in s.hands[p])  # type: ignore[union-attr]
+        for hand in s.rules.special_hands:
+            if held[hand.rank] >= hand.count:
+                s.special_end = hand.rank
+                events.append(
+                    Event(
+                        "specialHand",
+                        {"player": p, "rank": hand.rank, "count": hand.count, "holderWins": hand.holder_wins},
+                    )
+                )
+                _finish(s, events, p)
+                return
 
 
 def _note_starter(s: GameState, starter: str) -> None:
@@ -660,14 +782,18 @@ class RankEntry:
     rank: int
     lives_lost: int
     eliminated_at_round: int | None
+    score: int | None = None  # game points only
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "player": self.player,
             "rank": self.rank,
             "livesLost": self.lives_lost,
             "eliminatedAtRound": self.eliminated_at_round,
         }
+        if self.score is not None:
+            out["score"] = self.score
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -689,11 +815,19 @@ class GameResult:
 
 
 def game_result(s: GameState) -> GameResult:
-    """§6/§8.6: the survivor first, then the later an elimination the better."""
+    """§6/§8.6: the survivor first, then the later an elimination the better.
+
+    A special hand: its holder wins (the others still in follow, in seat order), or nobody does
+    and everyone still in shares the first place. Game points: the best score wins, ties share
+    a place (highest first, or lowest with ``End.highest_wins`` off).
+    """
     if s.phase is not Phase.FINISHED:
         raise RuleError(Reason.INVALID_STATE, detail="game not finished")
+    out = list(reversed(s.elimination_order))
+    if s.special_end or s.rules.points:
+        return _special_or_points_result(s, out)
     winners = [p for p in s.seats if s.alive[p]]
-    order = winners + list(reversed(s.elimination_order))
+    order = winners + out
     ranking = tuple(
         RankEntry(p, i + 1, s.lives_lost[p], s.eliminated_round.get(p)) for i, p in enumerate(order)
     )
@@ -707,10 +841,55 @@ def game_result(s: GameState) -> GameResult:
     )
 
 
-def _finish(s: GameState, events: list[Event]) -> None:
+def _special_or_points_result(s: GameState, out: list[str]) -> GameResult:
+    in_game = [p for p in _seat_order_from(s, s.current) if s.alive[p]]
+    if s.rules.points:
+        sign = -1 if s.rules.end.highest_wins else 1
+        in_game.sort(key=lambda p: (sign * s.score[p], s.seats.index(p)))
+        places = {p: 1 + sum(sign * s.score[q] < sign * s.score[p] for q in in_game) for p in in_game}
+        winners = [p for p in in_game if places[p] == 1]
+        names = ", ".join(s.name(p) for p in winners)
+        top = s.score[winners[0]]
+        summary = (f"{names} 님이 {top}점으로 이겼어요!", f"{names} won with {top} points!")
+    else:
+        hand = s.rules.special_hand(s.special_end)
+        assert hand is not None
+        holder = s.name(s.current)
+        if hand.holder_wins:
+            places = {p: i + 1 for i, p in enumerate(in_game)}
+            winners = [s.current]
+            summary = (
+                f"{holder} 님이 {hand.rank} {hand.count}장으로 바로 이겼어요!",
+                f"{holder} wins at once with {hand.count} × {hand.rank}!",
+            )
+        else:
+            places = dict.fromkeys(in_game, 1)
+            winners = []
+            summary = (
+                f"{holder} 님의 {hand.rank} {hand.count}장으로 모두 졌어요",
+                f"{holder} holds {hand.count} × {hand.rank}: everyone loses",
+            )
+    first_out = len(in_game) + 1
+    places |= {p: first_out + i for i, p in enumerate(out)}
+    score = s.score if s.rules.points else {}
+    ranking = tuple(
+        RankEntry(p, places[p], s.lives_lost[p], s.eliminated_round.get(p), score.get(p))
+        for p in [*in_game, *out]
+    )
+    return GameResult(ranking, tuple(winners), summary[0], summary[1], s.total)
+
+
+def _finish(s: GameState, events: list[Event], holder: str | None = None) -> None:
+    """The game ends: ``holder`` holds the special hand that ended it; with game points the
+    current player becomes the first of the best scores; else the survivor."""
     s.phase = Phase.FINISHED
-    winner = next(p for p in s.seats if s.alive[p])
-    s.current = winner
+    if holder is not None:
+        s.current = holder
+    elif s.rules.points:
+        sign = -1 if s.rules.end.highest_wins else 1
+        s.current = min(s.alive_players(), key=lambda p: (sign * s.score[p], s.seats.index(p)))
+    else:
+        s.current = next(p for p in s.seats if s.alive[p])
     result = game_result(s)
     events.append(Event("gameFinished", {**result.to_dict(), "seed": str(s.seed)}))
 
@@ -729,12 +908,11 @@ def timeout_action(state: GameState) -> Action:
         raise RuleError(Reason.GAME_FINISHED)
     best: tuple[int, int, str, int] | None = None
     best_action: Action | None = None
-    rules, s = state.rules, state.total
-    cat = catalogue_of(rules.deck, state.deck_count)
+    cat = catalogue_of(state.rules.deck, state.deck_count)
     for cid in state.hands[state.current]:
         card = cat[cid]
         assert card.type is not None
-        for play, choice in _card_plays(rules, s, card):
+        for play, choice in _card_plays(state, state.current, card):
             if not choice.legal:
                 continue
             # A play with a turn effect after one without: the 0 card keeps the direction.

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from .errors import Reason, RuleError
-from .options import CHOICES
-from .presets import ESCAPE, ace, add, hold, minus, plus_minus, reverse, to99
+from .options import CHOICES, CLASSIC, KR, Options
+from .presets import ESCAPE, HOUSE_RULES, ace, add, hold, minus, plus_minus, reverse, to99, with_house_rules
 from .ruleset import CardType, DeckStyle, Effect, Kind, Op, Play, Refill, RuleSet, Start
 
 __all__ = ["CARD_EFFECTS", "MAX_OVERRIDES", "MAX_OVERRIDE_TEXT", "OVERRIDE_KEYS", "apply_overrides"]
@@ -83,6 +83,17 @@ def _on_the_board(rules: RuleSet, value: str) -> RuleSet | None:
     return replace(rules, tokens=replace(rules.tokens, on_the_board=value == "on"))
 
 
+def _house_rule(attr: str) -> Callable[[RuleSet, str], RuleSet | None]:
+    """A §7 house rule switched on or off; the rule set is named after the ones on, as presets are."""
+
+    def change(rules: RuleSet, value: str) -> RuleSet | None:
+        if value not in ("on", "off"):
+            return None
+        return with_house_rules(rules.with_changes(**{attr: value == "on"}))
+
+    return change
+
+
 # The keys besides ``card.<rank>``, each with how it changes the rule set (docs/rule-sets.md).
 OVERRIDE_KEYS: dict[str, Callable[[RuleSet, str], RuleSet | None]] = {
     "tokens": _tokens,
@@ -90,6 +101,7 @@ OVERRIDE_KEYS: dict[str, Callable[[RuleSet, str], RuleSet | None]] = {
     "startTotal": _start_total,
     "turnSeconds": _turn_seconds,
     "onTheBoard": _on_the_board,
+    **{key: _house_rule(attr) for key, attr in HOUSE_RULES.items()},
 }
 
 
@@ -121,3 +133,8 @@ def apply_overrides(rules: RuleSet, overrides: Mapping[str, str]) -> RuleSet:
             )
         rules = changed
     return rules
+
+
+def label_options(rules: RuleSet) -> Options:
+    """The options a preset game is labelled with: the mode whose cards it uses."""
+    return Options(mode=CLASSIC if rules.deck.style is DeckStyle.FRENCH else KR)

@@ -16,6 +16,8 @@ from .ruleset import (
     Deck,
     DeckStyle,
     Effect,
+    End,
+    EndKind,
     Floor,
     Hand,
     Kind,
@@ -27,6 +29,7 @@ from .ruleset import (
     Reach,
     Refill,
     RuleSet,
+    SpecialHand,
     Start,
     Starter,
     StockOut,
@@ -327,6 +330,38 @@ def _online(name: str, summary: str, summary_en: str, two: tuple[Play, Play], *c
     )
 
 
+# 002, the game-points version: 8 reverses, K is 10; a point lost at every crossing of 33:34,
+# 66:67 and 99:100 either way; over 99 ends the hand; 3 points a hand, banked; first to 15.
+NA_POINTS = _na(
+    "na-points",
+    "북미식 99 게임 점수판: 33·66·99 경계를 넘을 때마다 1점 잃음, 남은 점수를 모아 15점 먼저",
+    "North-American 99 for game points: lose a point at every crossing of 33, 66 and 99; first to 15",
+    "002 '99 Variations', the game-points version",
+    add("4", 4),
+    reverse("8", two_players=Effect.NONE),
+    add("K", 10),
+    tokens=Tokens(((2, 3),), out_when=OutWhen.NEVER),
+    thresholds=tuple(
+        Threshold(at, Reach.CROSS, from_below_only=False, ends_round=at == 99) for at in (33, 66, 99)
+    ),
+    over_limit=Limit.PLAY_AND_LOSE,
+    end=End(EndKind.POINTS_TARGET, target=15),
+)
+
+# 002, the start-card version: a turned-up ordinary card sets the start total; no coins; no
+# King in your first five turns; three Kings win at once, three Sixes end it with everyone losing.
+NA_START_CARD = _na(
+    "na-start-card",
+    "북미식 99 시작 카드판: 뒤집은 카드로 시작, 동전 없이 99를 넘기면 탈락, 처음 5번은 K 금지",
+    "North-American 99 with a start card: no coins, over 99 is out, no King in your first five turns",
+    "002 '99 Variations', the start-card version",
+    CardType("K", Kind.TO99, 0, (Play(Op.SET, 99),), ESCAPE, locked_turns=5),
+    start=Start(from_card=True),
+    tokens=Tokens(((2, 0),)),
+    out_ends=LossEnds.NOTHING,
+    special_hands=(SpecialHand("K", 3, holder_wins=True), SpecialHand("6", 3, holder_wins=False)),
+)
+
 NA_ONLINE = (
     _online(
         "na-online",
@@ -393,8 +428,27 @@ RU_VARIANTS = (
 # -- the registry ------------------------------------------------------------------------------
 
 PRESETS: dict[str, RuleSet] = {
-    r.name: r for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, *NA_ONLINE, *RU_VARIANTS)
+    r.name: r
+    for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, NA_POINTS, NA_START_CARD, *NA_ONLINE, *RU_VARIANTS)
 }
+
+# The spec's §7 house rules, which any rule set can take: option key -> RuleSet field.
+HOUSE_RULES = {"exact99Bonus": "exact_limit_bonus", "noSameNumberTwice": "no_same_number_twice"}
+
+
+def with_house_rules(rules: RuleSet, *keys: str) -> RuleSet:
+    """``rules`` with the §7 house rules ``keys`` switched on, named after them (``classic+exact99Bonus``)."""
+    changes: dict[str, object] = {}
+    for key in keys:
+        attr = HOUSE_RULES.get(key)
+        if attr is None:
+            from .errors import Reason, RuleError
+
+            raise RuleError(Reason.INVALID_OPTION, option="houseRule", value=str(key)[:64])
+        changes[attr] = True
+    on = [k for k, attr in HOUSE_RULES.items() if changes.get(attr) or getattr(rules, attr)]
+    base = rules.name.split("+")[0]
+    return rules.with_changes(name="+".join((base, *on)), **changes)
 
 
 def preset_names() -> tuple[str, ...]:

@@ -14,8 +14,11 @@ Room for what comes next, so that it is added here and not as engine special cas
 * :class:`Effect` has the turn effects of one card; an obligation such as "the next player
   plays two" is another member, and a card that can never be played is a type with no plays.
 * :class:`Threshold`, ``Limit.PLAY_AND_LOSE`` and ``OutWhen.CANNOT_PAY`` are the tokens paid
-  at 33/66/99 in 002's online version; :class:`End` (points targets, rounds) is described for
-  the game-points version but not played yet.
+  at 33/66/99 in 002's online version; with ``OutWhen.NEVER`` and ``End`` a points target they
+  are the game points of 002's game-points version (``EndKind.ROUNDS`` is not played yet).
+* ``Start.from_card``, ``CardType.locked_turns`` and :class:`SpecialHand` are 002's start-card
+  version; ``exact_limit_bonus`` and ``no_same_number_twice`` are the spec's §7 house rules,
+  which any rule set can take (:func:`.presets.with_house_rules`).
 
 A rule set is checked when a game starts (:func:`unsupported`): a value this engine does not
 play yet is refused with ``INVALID_OPTION`` rather than played as something else.
@@ -114,6 +117,16 @@ class CardType:
     timeout_class: int
     id_prefix: str = ""  # numbered decks: card ids are ``{id_prefix}-{i}``
     count: int = 0  # numbered decks: cards of this type in one deck
+    locked_turns: int = 0  # it may not be played in the player's first ``locked_turns`` turns
+
+    @property
+    def ordinary(self) -> bool:
+        """A card with no special effect: it adds its value, always, and nothing else."""
+        if len(self.plays) != 1:
+            return False
+        (p,) = self.plays
+        plain = p.effect is Effect.NONE and p.two_players is None and p.when is When.ALWAYS
+        return plain and p.op is Op.ADD and p.amount >= 0 and self.locked_turns == 0
 
 
 class DeckStyle(StrEnum):
@@ -186,6 +199,7 @@ class Starter(StrEnum):
 class OutWhen(StrEnum):
     NO_TOKENS = "noTokens"  # losing the last token puts you out (or "on the board")
     CANNOT_PAY = "cannotPay"  # having to pay a token you do not have puts you out
+    NEVER = "never"  # game points: nobody is out; a point owed with none left is not paid
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,17 +244,34 @@ class EndKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class End:
+    """How the game ends. ``POINTS_TARGET``: the tokens a player keeps at the end of each round
+    are added to their score, and once a score reaches ``target`` the best score wins."""
+
     kind: EndKind = EndKind.LAST_STANDING
     target: int = 0
     highest_wins: bool = True
 
 
 @dataclass(frozen=True, slots=True)
+class SpecialHand:
+    """``count`` cards of ``rank`` in one hand end the game at once: the holder wins, or everyone loses."""
+
+    rank: str
+    count: int
+    holder_wins: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
-    """The total a round starts from: ``by_players`` rows are (players, total), else ``total``."""
+    """The total a round starts from: ``by_players`` rows are (players, total), else ``total``.
+
+    ``from_card``: after the deal, cards are turned up from the stock until an ordinary one
+    (:attr:`CardType.ordinary`) shows; it starts the pile and its value is the start total.
+    """
 
     total: int = 0
     by_players: tuple[tuple[int, int], ...] = ()
+    from_card: bool = False
 
     def for_players(self, players: int) -> int:
         return dict(self.by_players).get(players, self.total)
@@ -262,6 +293,9 @@ class RuleSet:
     round_resets_direction: bool = False  # each new round starts clockwise
     thresholds: tuple[Threshold, ...] = ()
     end: End = End()
+    special_hands: tuple[SpecialHand, ...] = ()
+    exact_limit_bonus: bool = False  # making the total exactly ``limit`` wins back a lost token
+    no_same_number_twice: bool = False  # a card may not follow one of the same rank
     turn_seconds: int = 15
     players: tuple[int, int] = (2, 10)  # fewest and most players
     game: str = "adding"
@@ -271,6 +305,18 @@ class RuleSet:
 
     def with_changes(self, **changes: object) -> RuleSet:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def points(self) -> bool:
+        """Game points: tokens are banked into a score each round, and a score target ends the game."""
+        return self.end.kind is EndKind.POINTS_TARGET
+
+    def special_hand(self, rank: str) -> SpecialHand | None:
+        return next((h for h in self.special_hands if h.rank == rank), None)
+
+    def locked_turns(self) -> int:
+        """The most turns any card is locked for (0: no card is)."""
+        return max((t.locked_turns for t in self.deck.cards), default=0)
 
 
 def _by_players(rows: tuple[tuple[int, int], ...], players: int) -> int:
@@ -286,9 +332,14 @@ def unsupported(rules: RuleSet) -> list[str]:
     out: list[str] = []
     if rules.game != "adding":
         out.append(f"game {rules.game}")
-    if rules.end.kind is not EndKind.LAST_STANDING:
-        out.append("end")
-    if rules.thresholds and rules.tokens.out_when is not OutWhen.CANNOT_PAY:
+    if rules.end.kind is EndKind.ROUNDS:
+        out.append("end rounds")
+    never = rules.tokens.out_when is OutWhen.NEVER
+    if rules.points and not (never and rules.tokens.start(2) > 0 and rules.end.target > 0):
+        out.append("end pointsTarget without tokens and outWhen never")
+    if never and not rules.points:
+        out.append("outWhen never without a points target")
+    if rules.thresholds and rules.tokens.out_when is OutWhen.NO_TOKENS:
         out.append("thresholds without outWhen cannotPay")
     if rules.over_limit is Limit.PLAY_AND_LOSE and not rules.thresholds:
         out.append("overLimit playAndLose without thresholds")
@@ -298,4 +349,8 @@ def unsupported(rules: RuleSet) -> list[str]:
         out.append("negative totals")
     if rules.out_ends is LossEnds.PILE:
         out.append("outEnds pile")
+    if rules.start.from_card and rules.loss_ends is LossEnds.PILE:
+        out.append("start fromCard with lossEnds pile")
+    if any(h.count < 1 or h.count > rules.hand.size for h in rules.special_hands):
+        out.append("special hands larger than the hand")
     return out

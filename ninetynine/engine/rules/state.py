@@ -143,11 +143,16 @@ class GameState:
     # Held by the library only: the protobuf State carries kr-product and classic games.
     preset: RuleSet | None = None
     round_starter: str = ""  # who started this round (the deal rotates from it)
+    # Game points (``RuleSet.points``): each player's running score; empty in other games.
+    score: dict[str, int] = field(default_factory=dict)
+    # Turns each player has played, counted up to ``RuleSet.locked_turns()``; empty without locked cards.
+    turns_taken: dict[str, int] = field(default_factory=dict)
+    special_end: str = ""  # the rank of the special hand that ended the game (held by ``current``)
 
     def clone(self) -> GameState:
         """A copy whose containers can be changed without touching ``self``.
 
-        Runs on every apply, so it fills the slots directly: a 27-keyword ``__init__``
+        Runs on every apply, so it fills the slots directly: a 32-keyword ``__init__``
         call costs twice as much. Every field must be listed here (a forgotten one
         raises AttributeError on first use).
         """
@@ -181,6 +186,9 @@ class GameState:
         c.history = self.history[:]
         c.preset = self.preset
         c.round_starter = self.round_starter
+        c.score = self.score.copy()
+        c.turns_taken = self.turns_taken.copy()
+        c.special_end = self.special_end
         return c
 
     @property

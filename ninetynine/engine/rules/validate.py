@@ -79,10 +79,13 @@ def validate_state(s: GameState) -> None:
     lives, alive, on_board, hands = s.lives, s.alive, s.on_board, s.hands
     eliminated = set()
     lives_lost = s.lives_lost
+    points = rules.points  # the points come back each round: livesLost counts every round's
     for p in s.seats:
         if not 0 <= lives[p] <= start_lives:
             raise _bad(f"lives of {p}")
-        if lives[p] + lives_lost[p] != start_lives:  # every life lost was one of the starting lives
+        # every life lost was one of the starting lives (game points: of some round's)
+        kept_and_lost = lives[p] + lives_lost[p]
+        if kept_and_lost != start_lives and not (points and kept_and_lost >= start_lives):
             raise _bad(f"livesLost of {p}")
         if on_board[p] and (lives[p] != 0 or not alive[p]):
             raise _bad(f"onBoard of {p}")
@@ -101,12 +104,13 @@ def validate_state(s: GameState) -> None:
     alive_count = n - len(eliminated)
     if s.current not in seats or not alive[s.current]:
         raise _bad("current player is not a live player")
+    _check_rule_set_records(s, seats)
     if s.phase is Phase.PLAYING:
         if alive_count < 2:
             raise _bad("a game in play needs two live players")
         if not has_legal_play(s, s.current):
             raise _bad("current player has no legal play")
-    elif alive_count != 1:
+    elif alive_count != 1 and not (s.special_end or points):
         raise _bad("a finished game has exactly one survivor")
     if s.round < 1 or s.seq < 0 or s.turn_started_at < 0:
         raise _bad("round, seq and turnStartedAt must be positive")
@@ -118,6 +122,27 @@ def validate_state(s: GameState) -> None:
         raise _bad("rng")
     if not 0 <= s.seed <= MASK64 or _commitment(s.seed) != s.seed_commitment:
         raise _bad("seed does not match its commitment")
+
+
+def _check_rule_set_records(s: GameState, seats: set[str]) -> None:
+    """The score, the turn counts and the special-hand ending agree with the rule set."""
+    rules = s.rules
+    if rules.points:
+        if s.score.keys() != seats:
+            raise _bad("score does not match the seats")
+        # a score below the target gains at most one round's points before the game ends
+        most = rules.end.target - 1 + (s.start_lives if s.phase is Phase.FINISHED else 0)
+        if not all(0 <= v <= most for v in s.score.values()):
+            raise _bad("score out of range")
+    elif s.score:
+        raise _bad("score without game points")
+    locked = rules.locked_turns()
+    if s.turns_taken.keys() != (seats if locked else set()):
+        raise _bad("turnsTaken does not match the seats")
+    if not all(0 <= v <= locked for v in s.turns_taken.values()):
+        raise _bad("turnsTaken out of range")
+    if s.special_end and (s.phase is not Phase.FINISHED or rules.special_hand(s.special_end) is None):
+        raise _bad(f"specialEnd {s.special_end[:8]!r}")
 
 
 def check_room_for_a_move(s: GameState) -> None:

@@ -41,6 +41,7 @@ def public_view(s: GameState) -> dict[str, Any]:
                 "onBoard": s.on_board[p],
                 "livesLost": s.lives_lost[p],
                 "eliminatedAtRound": s.eliminated_round.get(p),
+                **({"score": s.score[p]} if s.score else {}),
             }
             for i, p in enumerate(s.seats)
         ],
@@ -75,7 +76,7 @@ def private_view(s: GameState, viewer: str | None) -> dict[str, Any]:
     legal_plays: list[dict[str, Any]] = []
     for cid in s.hands[viewer]:
         card = card_of(s, cid)
-        choices = card_choices(s, card)
+        choices = card_choices(s, card, viewer)
         options = [
             {
                 "action": c.action.to_dict(),

@@ -147,6 +147,10 @@ class Event(_message.Message):
     TURN_SKIPPED_FIELD_NUMBER: _builtins.int
     PLAY_AGAIN_FIELD_NUMBER: _builtins.int
     TOKENS_PAID_FIELD_NUMBER: _builtins.int
+    BONUS_FIELD_NUMBER: _builtins.int
+    ROUND_SCORED_FIELD_NUMBER: _builtins.int
+    START_CARD_FIELD_NUMBER: _builtins.int
+    SPECIAL_HAND_FIELD_NUMBER: _builtins.int
     audience: Global___Audience.ValueType
     player_id: _builtins.str
     """The player an ONLY / EXCEPT audience refers to; empty for ALL."""
@@ -178,6 +182,14 @@ class Event(_message.Message):
     def play_again(self) -> Global___PlayAgain: ...
     @_builtins.property
     def tokens_paid(self) -> Global___TokensPaid: ...
+    @_builtins.property
+    def bonus(self) -> Global___Bonus: ...
+    @_builtins.property
+    def round_scored(self) -> Global___RoundScored: ...
+    @_builtins.property
+    def start_card(self) -> Global___StartCard: ...
+    @_builtins.property
+    def special_hand(self) -> Global___SpecialHand: ...
     def __init__(
         self,
         *,
@@ -197,12 +209,16 @@ class Event(_message.Message):
         turn_skipped: Global___TurnSkipped | None = ...,
         play_again: Global___PlayAgain | None = ...,
         tokens_paid: Global___TokensPaid | None = ...,
+        bonus: Global___Bonus | None = ...,
+        round_scored: Global___RoundScored | None = ...,
+        start_card: Global___StartCard | None = ...,
+        special_hand: Global___SpecialHand | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_started", b"round_started", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audience", b"audience", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_started", b"round_started", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audience", b"audience", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid", "bonus", "round_scored", "start_card", "special_hand"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
@@ -658,16 +674,19 @@ class TokensPaid(_message.Message):
     AT_FIELD_NUMBER: _builtins.int
     REACH_FIELD_NUMBER: _builtins.int
     BY_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """Who paid."""
     tokens: _builtins.int
     left: _builtins.int
     """Tokens left."""
     at: _builtins.int
-    """The threshold."""
+    """The threshold (unset when paid for another reason)."""
     reach: _rules_pb2.Reach.ValueType
     by: _builtins.str
     """Who made the play."""
+    reason: _builtins.str
+    """Game points: why a point was paid without a threshold ("noPlayableCard"); empty otherwise."""
     def __init__(
         self,
         *,
@@ -677,11 +696,134 @@ class TokensPaid(_message.Message):
         at: _builtins.int = ...,
         reach: _rules_pb2.Reach.ValueType = ...,
         by: _builtins.str = ...,
+        reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "by", b"by", "left", b"left", "player_id", b"player_id", "reach", b"reach", "tokens", b"tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "by", b"by", "left", b"left", "player_id", b"player_id", "reach", b"reach", "reason", b"reason", "tokens", b"tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TokensPaid: _TypeAlias = TokensPaid  # noqa: Y015
+
+@_typing.final
+class Bonus(_message.Message):
+    """Making the total exactly the limit won back a lost token (spec §7 house rule)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    LEFT_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    tokens: _builtins.int
+    """Tokens won back (0 when none had been lost)."""
+    left: _builtins.int
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        tokens: _builtins.int = ...,
+        left: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["left", b"left", "player_id", b"player_id", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Bonus: _TypeAlias = Bonus  # noqa: Y015
+
+@_typing.final
+class RoundScored(_message.Message):
+    """Game points: the round's kept points were added to the scores."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    round: _builtins.int
+    @_builtins.property
+    def kept(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandCount]:
+        """Points each player still in kept this round."""
+
+    @_builtins.property
+    def score(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandCount]:
+        """Every player's running score."""
+
+    def __init__(
+        self,
+        *,
+        round: _builtins.int = ...,
+        kept: _abc.Iterable[Global___HandCount] | None = ...,
+        score: _abc.Iterable[Global___HandCount] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kept", b"kept", "round", b"round", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundScored: _TypeAlias = RoundScored  # noqa: Y015
+
+@_typing.final
+class StartCard(_message.Message):
+    """The start card was turned up: it starts the pile and sets the total (public)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARD_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    RETURNED_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    returned: _builtins.int
+    """Special cards turned up first and put back into the stock."""
+    @_builtins.property
+    def card(self) -> _game_pb2.Card: ...
+    def __init__(
+        self,
+        *,
+        card: _game_pb2.Card | None = ...,
+        total: _builtins.int = ...,
+        returned: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["card", b"card"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "returned", b"returned", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartCard: _TypeAlias = StartCard  # noqa: Y015
+
+@_typing.final
+class SpecialHand(_message.Message):
+    """A special hand (three Kings, three Sixes) ended the game."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    RANK_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    HOLDER_WINS_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Who holds it."""
+    rank: _builtins.str
+    count: _builtins.int
+    holder_wins: _builtins.bool
+    """The holder wins; else everyone loses."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        rank: _builtins.str = ...,
+        count: _builtins.int = ...,
+        holder_wins: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "holder_wins", b"holder_wins", "player_id", b"player_id", "rank", b"rank"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SpecialHand: _TypeAlias = SpecialHand  # noqa: Y015

@@ -455,12 +455,15 @@ class RankEntry(_message.Message):
     RANK_FIELD_NUMBER: _builtins.int
     LIVES_LOST_FIELD_NUMBER: _builtins.int
     ELIMINATED_AT_ROUND_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     rank: _builtins.int
     """1 = winner."""
     lives_lost: _builtins.int
     eliminated_at_round: _builtins.int
     """The round the player was eliminated in; unset for the winner."""
+    score: _builtins.int
+    """Game points only: the final score."""
     def __init__(
         self,
         *,
@@ -468,14 +471,20 @@ class RankEntry(_message.Message):
         rank: _builtins.int = ...,
         lives_lost: _builtins.int = ...,
         eliminated_at_round: _builtins.int | None = ...,
+        score: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "eliminated_at_round", b"eliminated_at_round"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "eliminated_at_round", b"eliminated_at_round", "score", b"score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "eliminated_at_round", b"eliminated_at_round", "lives_lost", b"lives_lost", "player_id", b"player_id", "rank", b"rank"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "eliminated_at_round", b"eliminated_at_round", "lives_lost", b"lives_lost", "player_id", b"player_id", "rank", b"rank", "score", b"score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__eliminated_at_round: _TypeAlias = _typing.Literal["eliminated_at_round"]  # noqa: Y015
     _WhichOneofArgType__eliminated_at_round: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round"]  # noqa: Y015
+    _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
+    _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__eliminated_at_round) -> _WhichOneofReturnType__eliminated_at_round | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
 
 Global___RankEntry: _TypeAlias = RankEntry  # noqa: Y015
 
@@ -501,7 +510,9 @@ class GameResult(_message.Message):
 
     @_builtins.property
     def winner(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The surviving player (one id)."""
+        """The surviving player (one id); in a preset game the players tied first on points, or none
+        when a special hand makes everyone lose.
+        """
 
     def __init__(
         self,

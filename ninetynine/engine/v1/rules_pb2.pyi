@@ -297,6 +297,8 @@ class _OutWhenEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_OutWhen.Value
     """Never valid."""
     OUT_WHEN_NO_TOKENS: _OutWhen.ValueType  # 1
     OUT_WHEN_CANNOT_PAY: _OutWhen.ValueType  # 2
+    OUT_WHEN_NEVER: _OutWhen.ValueType  # 3
+    """Game points: nobody is out; a point owed with none left is not paid."""
 
 class OutWhen(_OutWhen, metaclass=_OutWhenEnumTypeWrapper):
     """When a player is out (ruleset.OutWhen)."""
@@ -305,6 +307,8 @@ OUT_WHEN_UNSPECIFIED: OutWhen.ValueType  # 0
 """Never valid."""
 OUT_WHEN_NO_TOKENS: OutWhen.ValueType  # 1
 OUT_WHEN_CANNOT_PAY: OutWhen.ValueType  # 2
+OUT_WHEN_NEVER: OutWhen.ValueType  # 3
+"""Game points: nobody is out; a point owed with none left is not paid."""
 Global___OutWhen: _TypeAlias = OutWhen  # noqa: Y015
 
 class _Reach:
@@ -469,6 +473,7 @@ class RuleCardType(_message.Message):
     TIMEOUT_CLASS_FIELD_NUMBER: _builtins.int
     ID_PREFIX_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
+    LOCKED_TURNS_FIELD_NUMBER: _builtins.int
     rank: _builtins.str
     """The face for numbered decks, the rank for French decks ("10")."""
     kind: _game_pb2.CardKind.ValueType
@@ -480,6 +485,8 @@ class RuleCardType(_message.Message):
     """Numbered decks: card ids are "{id_prefix}-{i}"."""
     count: _builtins.int
     """Numbered decks: cards of this type in one deck."""
+    locked_turns: _builtins.int
+    """It may not be played in the player's first `locked_turns` turns."""
     @_builtins.property
     def plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___RulePlay]:
         """Every way to play it (none: it can never be played)."""
@@ -494,10 +501,11 @@ class RuleCardType(_message.Message):
         timeout_class: _builtins.int = ...,
         id_prefix: _builtins.str = ...,
         count: _builtins.int = ...,
+        locked_turns: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "id_prefix", b"id_prefix", "kind", b"kind", "plays", b"plays", "rank", b"rank", "timeout_class", b"timeout_class", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "id_prefix", b"id_prefix", "kind", b"kind", "locked_turns", b"locked_turns", "plays", b"plays", "rank", b"rank", "timeout_class", b"timeout_class", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -578,7 +586,10 @@ class RuleStart(_message.Message):
 
     TOTAL_FIELD_NUMBER: _builtins.int
     BY_PLAYERS_FIELD_NUMBER: _builtins.int
+    FROM_CARD_FIELD_NUMBER: _builtins.int
     total: _builtins.int
+    from_card: _builtins.bool
+    """After the deal, stock cards are turned up until an ordinary one shows: its value starts."""
     @_builtins.property
     def by_players(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayersRow]: ...
     def __init__(
@@ -586,14 +597,43 @@ class RuleStart(_message.Message):
         *,
         total: _builtins.int = ...,
         by_players: _abc.Iterable[Global___PlayersRow] | None = ...,
+        from_card: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_players", b"by_players", "total", b"total"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_players", b"by_players", "from_card", b"from_card", "total", b"total"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RuleStart: _TypeAlias = RuleStart  # noqa: Y015
+
+@_typing.final
+class RuleSpecialHand(_message.Message):
+    """`count` cards of `rank` in one hand end the game at once (ruleset.SpecialHand)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANK_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    HOLDER_WINS_FIELD_NUMBER: _builtins.int
+    rank: _builtins.str
+    count: _builtins.int
+    holder_wins: _builtins.bool
+    """The holder wins; else everyone loses."""
+    def __init__(
+        self,
+        *,
+        rank: _builtins.str = ...,
+        count: _builtins.int = ...,
+        holder_wins: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "holder_wins", b"holder_wins", "rank", b"rank"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RuleSpecialHand: _TypeAlias = RuleSpecialHand  # noqa: Y015
 
 @_typing.final
 class RuleTokens(_message.Message):
@@ -741,6 +781,9 @@ class RuleSet(_message.Message):
     SUMMARY_FIELD_NUMBER: _builtins.int
     SUMMARY_EN_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    SPECIAL_HANDS_FIELD_NUMBER: _builtins.int
+    EXACT_LIMIT_BONUS_FIELD_NUMBER: _builtins.int
+    NO_SAME_NUMBER_TWICE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The preset's name ("na-standard")."""
     limit: _builtins.int
@@ -760,6 +803,10 @@ class RuleSet(_message.Message):
     summary_en: _builtins.str
     source: _builtins.str
     """The source document and section."""
+    exact_limit_bonus: _builtins.bool
+    """Making the total exactly `limit` wins back a lost token (spec §7 house rule)."""
+    no_same_number_twice: _builtins.bool
+    """A card may not follow one of the same rank (spec §7 house rule)."""
     @_builtins.property
     def deck(self) -> Global___RuleDeck: ...
     @_builtins.property
@@ -774,6 +821,8 @@ class RuleSet(_message.Message):
     def end(self) -> Global___RuleEnd: ...
     @_builtins.property
     def players(self) -> Global___PlayerRange: ...
+    @_builtins.property
+    def special_hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuleSpecialHand]: ...
     def __init__(
         self,
         *,
@@ -797,10 +846,13 @@ class RuleSet(_message.Message):
         summary: _builtins.str = ...,
         summary_en: _builtins.str = ...,
         source: _builtins.str = ...,
+        special_hands: _abc.Iterable[Global___RuleSpecialHand] | None = ...,
+        exact_limit_bonus: _builtins.bool = ...,
+        no_same_number_twice: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "hand", b"hand", "players", b"players", "start", b"start", "tokens", b"tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "floor", b"floor", "game", b"game", "hand", b"hand", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "out_ends", b"out_ends", "over_limit", b"over_limit", "players", b"players", "round_resets_direction", b"round_resets_direction", "source", b"source", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "exact_limit_bonus", b"exact_limit_bonus", "floor", b"floor", "game", b"game", "hand", b"hand", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "no_same_number_twice", b"no_same_number_twice", "out_ends", b"out_ends", "over_limit", b"over_limit", "players", b"players", "round_resets_direction", b"round_resets_direction", "source", b"source", "special_hands", b"special_hands", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -64,6 +64,8 @@ class Player(_message.Message):
     ON_BOARD_FIELD_NUMBER: _builtins.int
     LIVES_LOST_FIELD_NUMBER: _builtins.int
     ELIMINATED_ROUND_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    TURNS_TAKEN_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Caller-chosen player id (1..64 printable characters, unique in the game)."""
     name: _builtins.str
@@ -76,6 +78,10 @@ class Player(_message.Message):
     lives_lost: _builtins.int
     eliminated_round: _builtins.int
     """The round the player was eliminated in; set exactly for eliminated players."""
+    score: _builtins.int
+    """Game points (RuleSet.end points target): the running score; unset in other games."""
+    turns_taken: _builtins.int
+    """Turns played, counted up to the rule set's longest card lock; unset without locked cards."""
     @_builtins.property
     def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Card ids in hand, in the order they were received. Empty once eliminated."""
@@ -91,14 +97,25 @@ class Player(_message.Message):
         on_board: _builtins.bool = ...,
         lives_lost: _builtins.int = ...,
         eliminated_round: _builtins.int | None = ...,
+        score: _builtins.int | None = ...,
+        turns_taken: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "eliminated_round", b"eliminated_round"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_score", b"_score", "_turns_taken", b"_turns_taken", "eliminated_round", b"eliminated_round", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "alive", b"alive", "eliminated_round", b"eliminated_round", "hand", b"hand", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_score", b"_score", "_turns_taken", b"_turns_taken", "alive", b"alive", "eliminated_round", b"eliminated_round", "hand", b"hand", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__eliminated_round: _TypeAlias = _typing.Literal["eliminated_round"]  # noqa: Y015
     _WhichOneofArgType__eliminated_round: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round"]  # noqa: Y015
+    _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
+    _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
+    _WhichOneofReturnType__turns_taken: _TypeAlias = _typing.Literal["turns_taken"]  # noqa: Y015
+    _WhichOneofArgType__turns_taken: _TypeAlias = _typing.Literal["_turns_taken", b"_turns_taken"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__eliminated_round) -> _WhichOneofReturnType__eliminated_round | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turns_taken) -> _WhichOneofReturnType__turns_taken | None: ...
 
 Global___Player: _TypeAlias = Player  # noqa: Y015
 
@@ -194,6 +211,7 @@ class State(_message.Message):
     HISTORY_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     ROUND_STARTER_FIELD_NUMBER: _builtins.int
+    SPECIAL_END_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     """Format version of this state: 2 is current, 1 is still played (see docs)."""
     total: _builtins.int
@@ -220,6 +238,8 @@ class State(_message.Message):
     """Lives each player started with (the resolved lives option)."""
     round_starter: _builtins.str
     """Preset games: who started this round (the deal rotates from it); empty otherwise."""
+    special_end: _builtins.str
+    """The rank of the special hand that ended the game (held by `current`); empty otherwise."""
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """The options as chosen (unset = auto/default)."""
@@ -277,10 +297,11 @@ class State(_message.Message):
         history: _abc.Iterable[Global___PlayRecord] | None = ...,
         rules: _rules_pb2.RuleSet | None = ...,
         round_starter: _builtins.str = ...,
+        special_end: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng", "rules", b"rules"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "special_end", b"special_end", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

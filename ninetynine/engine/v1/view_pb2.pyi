@@ -39,6 +39,7 @@ class PlayerView(_message.Message):
     ON_BOARD_FIELD_NUMBER: _builtins.int
     LIVES_LOST_FIELD_NUMBER: _builtins.int
     ELIMINATED_AT_ROUND_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     name: _builtins.str
     """Display name (the id when no name was given)."""
@@ -50,6 +51,8 @@ class PlayerView(_message.Message):
     on_board: _builtins.bool
     lives_lost: _builtins.int
     eliminated_at_round: _builtins.int
+    score: _builtins.int
+    """Game points only: the running score."""
     def __init__(
         self,
         *,
@@ -62,14 +65,20 @@ class PlayerView(_message.Message):
         on_board: _builtins.bool = ...,
         lives_lost: _builtins.int = ...,
         eliminated_at_round: _builtins.int | None = ...,
+        score: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "eliminated_at_round", b"eliminated_at_round"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "eliminated_at_round", b"eliminated_at_round", "score", b"score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "alive", b"alive", "eliminated_at_round", b"eliminated_at_round", "hand_count", b"hand_count", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "alive", b"alive", "eliminated_at_round", b"eliminated_at_round", "hand_count", b"hand_count", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "score", b"score", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__eliminated_at_round: _TypeAlias = _typing.Literal["eliminated_at_round"]  # noqa: Y015
     _WhichOneofArgType__eliminated_at_round: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round"]  # noqa: Y015
+    _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
+    _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__eliminated_at_round) -> _WhichOneofReturnType__eliminated_at_round | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
 
 Global___PlayerView: _TypeAlias = PlayerView  # noqa: Y015
 

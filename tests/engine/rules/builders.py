@@ -110,6 +110,8 @@ def make_state(
     phase: Phase = Phase.PLAYING,
     validate: bool = True,
     rules: RuleSet | None = None,
+    score: Mapping[str, int] | None = None,
+    turns_taken: Mapping[str, int] | None = None,
     **option_overrides: object,
 ) -> GameState:
     """A state as described; seats are the ``hands`` keys in order.
@@ -120,7 +122,8 @@ def make_state(
     cards named in ``discard`` are put aside. ``eliminated`` players (in elimination order)
     hold no cards. ``lives_left`` defaults to the resolved starting lives for everyone alive.
     ``option_overrides`` are :class:`Options` attributes (``lives=3``, ``floor_at_zero="clamp"``).
-    ``rules`` plays a preset (French cards, named like classic ones).
+    ``rules`` plays a preset (French cards, named like classic ones). ``score`` (game points)
+    and ``turns_taken`` (locked cards) default to 0 for everyone where the preset keeps them.
     """
     opts = options if options is not None else Options(mode=CLASSIC if rules else mode)
     if option_overrides:
@@ -183,6 +186,10 @@ def make_state(
         seed_commitment=seed_commitment(seed),
         preset=rules,
         round_starter=(current or seats[0]) if rules is not None else "",
+        score={p: 0 for p in seats} | dict(score or {}) if rules is not None and rules.points else {},
+        turns_taken={p: 0 for p in seats} | dict(turns_taken or {})
+        if rules is not None and rules.locked_turns()
+        else {},
     )
     if validate:
         validate_state(state)

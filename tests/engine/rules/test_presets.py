@@ -21,12 +21,14 @@ from ninetynine.engine.rules import (
     card_choices,
     card_of,
     cards_of,
+    game_result,
     legal_choices,
+    player_view,
     public_view,
     setup,
     timeout_action,
 )
-from ninetynine.engine.rules.presets import PRESETS, preset, preset_names
+from ninetynine.engine.rules.presets import PRESETS, preset, preset_names, with_house_rules
 
 from .builders import card_id, event_types, faces, make_state, play
 
@@ -408,10 +410,17 @@ def test_the_timeout_move_of_every_preset_is_legal_and_smallest() -> None:
 
 def test_a_rule_set_the_engine_cannot_play_yet_is_refused() -> None:
     """A rule set the engine cannot play as given refuses to start: play-and-lose without any
-    threshold to pay, or thresholds without being out when a player cannot pay."""
-    from ninetynine.engine.rules.ruleset import Limit, Reach, Threshold
+    threshold to pay, thresholds without being out when a player cannot pay, an end after a number
+    of rounds, a points target without points, or points that never run out without a target."""
+    from ninetynine.engine.rules.ruleset import End, EndKind, Limit, OutWhen, Reach, Threshold, Tokens
 
-    for changes in ({"over_limit": Limit.PLAY_AND_LOSE}, {"thresholds": (Threshold(33, Reach.EXACT),)}):
+    for changes in (
+        {"over_limit": Limit.PLAY_AND_LOSE},
+        {"thresholds": (Threshold(33, Reach.EXACT),)},
+        {"end": End(EndKind.ROUNDS, target=5)},
+        {"end": End(EndKind.POINTS_TARGET, target=15)},
+        {"tokens": Tokens(((2, 3),), out_when=OutWhen.NEVER)},
+    ):
         with pytest.raises(RuleError) as err:
             setup(["a", "b"], seed=1, rules=NA.with_changes(**changes))
         assert err.value.reason is Reason.INVALID_OPTION
@@ -535,3 +544,251 @@ def test_online_teaching_plain_jack_and_four_and_a_simpler_two() -> None:
     ]
     s, _ = _play(make_state(rules=rules, total=10, hands=hands), "A", "J")
     assert (s.total, s.current) == (20, "B")
+
+
+# -- 002, the game-points version --------------------------------------------------------------
+
+POINTS = PRESETS["na-points"]
+
+
+def _points(total: int, a: list[str], **kw: object) -> GameState:
+    hands = {"A": a, "B": ["2", "3", "5"], "C": ["2", "3", "5"]}
+    return make_state(rules=POINTS, total=total, hands=hands, **kw)  # type: ignore[arg-type]
+
+
+def test_points_eight_reverses_and_the_king_is_ten() -> None:
+    """002, the game-points version: the card that reverses without changing the total is the 8,
+    not the 4, and the King 'has no special property' (10 card points)."""
+    s = _points(40, ["8", "4", "K"])
+    assert _results(s, "A", "4") == [44] and _results(s, "A", "K") == [50]
+    s, events = _play(s, "A", "8")
+    assert (s.total, s.direction, s.current) == (40, -1, "C")
+    assert "directionChanged" in event_types(events)
+
+
+def test_points_a_point_is_lost_at_every_border_crossing_either_way() -> None:
+    """002, the game-points version: a game point is lost by the player whose card takes the
+    total across 33:34, 66:67 or 99:100, going backwards too ('if the pile is 75 and you play a
+    ten as -10 you will lose a game point')."""
+    s, events = _play(_points(30, ["5", "6"]), "A", "5")
+    assert s.total == 35 and (s.lives["A"], s.lives["B"]) == (2, 3)
+    assert next(e for e in events if e.type == "tokensPaid").data["at"] == 33
+    s, _ = _play(_points(75, ["10", "6"]), "A", "10", sign="-")
+    assert s.total == 65 and s.lives["A"] == 2
+    s, _ = _play(_points(33, ["K", "6"]), "A", "K")  # 33 -> 43: from 33 the border is crossed
+    assert s.lives["A"] == 2
+    s, _ = _play(_points(20, ["K", "6"]), "A", "K")
+    assert s.lives["A"] == 3
+
+
+def test_points_a_point_owed_with_none_left_is_not_paid() -> None:
+    """002, the game-points version, our choice: the document does not say what a player with no
+    points left pays; they pay nothing and stay in (there is no elimination in this version)."""
+    s, events = _play(_points(30, ["5", "6"], lives_left={"A": 0}), "A", "5")
+    assert s.alive["A"] and s.lives["A"] == 0 and s.current == "B"
+    assert next(e for e in events if e.type == "tokensPaid").data["tokens"] == 0
+
+
+def test_points_going_over_99_ends_the_hand_and_deals_a_new_one() -> None:
+    """002, the game-points version: 'when the score exceeds 99 the play ends and a new hand is
+    dealt'; the card that does it may be played and costs its player the 99:100 point."""
+    s = _points(95, ["7", "6"])
+    assert _results(s, "A", "7") == [102]
+    s, events = _play(s, "A", "7")
+    assert _new_round(events).data["reason"] == "thresholdEnded"
+    assert s.total == 0 and s.round == 2 and {len(h) for h in s.hands.values()} == {3}
+    assert _new_round(events).data["starter"] == "B"  # the deal passes left, as in the standard game
+
+
+def test_points_three_points_a_hand_and_what_is_kept_is_added_to_the_score() -> None:
+    """002, the game-points version: each player starts each hand with three game points, and the
+    points left at the end of the hand are added to their cumulative score."""
+    fresh, _ = setup(["a", "b", "c"], seed=2, rules=POINTS)
+    assert set(fresh.lives.values()) == {3} and set(fresh.score.values()) == {0}
+    s, events = _play(_points(95, ["7", "6"], lives_left={"B": 1}, score={"C": 4}), "A", "7")
+    scored = next(e for e in events if e.type == "roundScored").data
+    assert scored["kept"] == {"A": 2, "B": 1, "C": 3}
+    assert s.score == {"A": 2, "B": 1, "C": 7} == scored["score"]
+    assert set(s.lives.values()) == {3}
+    assert [p["score"] for p in public_view(s)["players"]] == [2, 1, 7]
+
+
+def test_points_the_first_to_15_ends_the_game_and_the_highest_score_wins() -> None:
+    """002, the game-points version: when anyone achieves a score of 15 or more, the game ends and
+    the player with the highest score wins (here B passes A, who also reached 15)."""
+    s = _points(95, ["7", "6"], lives_left={"A": 2, "B": 3, "C": 3}, score={"A": 14, "B": 13, "C": 2})
+    s, events = _play(s, "A", "7")  # A loses the 99:100 point: A keeps 1, B 3, C 3
+    assert s.finished and s.score == {"A": 15, "B": 16, "C": 5}
+    result = game_result(s)
+    assert result.winner == ("B",) and s.current == "B"
+    assert [(r.player, r.rank, r.score) for r in result.ranking] == [("B", 1, 16), ("A", 2, 15), ("C", 3, 5)]
+    assert next(e for e in events if e.type == "gameFinished").data["winner"] == ["B"]
+
+
+def test_points_equal_best_scores_share_the_win() -> None:
+    """002, the game-points version, our choice: the document names no tie-break, so equal highest
+    scores share first place."""
+    s = _points(95, ["7", "6"], lives_left={"A": 3}, score={"A": 14, "B": 13, "C": 1})
+    s, _ = _play(s, "A", "7")
+    assert s.score["A"] == s.score["B"] == 16
+    assert game_result(s).winner == ("A", "B")
+
+
+# -- 002, the start-card version ---------------------------------------------------------------
+
+START_CARD = PRESETS["na-start-card"]
+
+
+def test_start_card_the_first_ordinary_card_turned_up_sets_the_start_total() -> None:
+    """002, the start-card version: after the deal a card is turned up; a special card goes back to
+    the middle of the deck and the next is turned, and the first ordinary card gives the initial
+    count. Everyone sees it (a public event)."""
+    ordinary = {"2", "3", "5", "6", "7", "8", "J", "Q"}
+    returned_seen = False
+    for seed in range(40):
+        s, events = setup(["a", "b", "c"], seed=seed, rules=START_CARD)
+        shown = next(e for e in events if e.type == "startCard")
+        card = card_of(s, shown.data["card"]["id"])
+        assert card.face[:-1] in ordinary and shown.audience.value == "all"
+        assert s.total == shown.data["total"] == (10 if card.face[:-1] in "JQ" else int(card.face[:-1]))
+        assert s.discard == [card.id] and len(s.draw_pile) == 52 - 9 - 1
+        assert _new_round(events).data["total"] == s.total
+        returned_seen = returned_seen or shown.data["returned"] > 0
+    assert returned_seen, "some deal turned a special card back first"
+
+
+def test_start_card_no_coins_and_over_99_is_out_at_once() -> None:
+    """002, the start-card version: there are no coins, and a player who would go over 99 is
+    eliminated at once; the others play on at the same total (our choice, as in ru-99)."""
+    fresh, _ = setup(["a", "b", "c"], seed=1, rules=START_CARD)
+    assert set(fresh.lives.values()) == {0}
+    s, events = _a_loss("na-start-card")
+    assert not s.alive["B"] and (s.total, s.current) == (98, "C")
+    assert next(e for e in events if e.type == "eliminated").data["reason"] == "noPlayableCard"
+
+
+def test_start_card_no_king_in_your_first_five_turns() -> None:
+    """002, the start-card version: 'it is forbidden to set the total to 99 by playing a King
+    during your first five turns'; from the sixth turn a King sets 99 as usual."""
+    hands = {"A": ["K", "2", "3"], "B": ["K", "3", "5"]}
+    s = make_state(rules=START_CARD, total=20, hands=hands, turns_taken={"A": 4, "B": 5})
+    king = card_of(s, card_id(s, "A", "K"))
+    assert [c.reason for c in card_choices(s, king)] == [Reason.CARD_TOO_EARLY]
+    # each player's view counts their own turns, whoever is to move
+    views = {p: next(h for h in player_view(s, p)["hand"] if h["card"]["face"][0] == "K") for p in "AB"}
+    assert (views["A"]["playable"], views["B"]["playable"]) == (False, True)
+    with pytest.raises(RuleError) as err:
+        _play(s, "A", "K")
+    assert err.value.reason is Reason.CARD_TOO_EARLY
+    assert err.value.message("en") == "A K cannot be played in your first 5 turns"
+    assert err.value.message("ko") == "K은(는) 내 차례 5번이 지나야 낼 수 있어요"
+    s, _ = _play(s, "A", "2")  # A's fifth turn
+    assert s.turns_taken["A"] == 5
+    s, _ = _play(s, "B", "3")
+    assert _results(s, "A", "K") == [99]
+
+
+def test_start_card_three_kings_in_hand_win_at_once() -> None:
+    """002, the start-card version: 'a player who has three Kings immediately wins' (here on
+    drawing the third)."""
+    hands = {"A": ["K", "K", "2"], "B": ["2", "3", "5"], "C": ["2", "3", "5"]}
+    s = make_state(rules=START_CARD, total=20, hands=hands, draw=["K"])
+    s, events = _play(s, "A", "2")
+    assert s.finished and s.special_end == "K"
+    assert next(e for e in events if e.type == "specialHand").data == {
+        "player": "A",
+        "rank": "K",
+        "count": 3,
+        "holderWins": True,
+    }
+    result = game_result(s)
+    assert result.winner == ("A",) and [r.player for r in result.ranking] == ["A", "B", "C"]
+    assert "turnStarted" not in event_types(events)
+
+
+def test_start_card_three_sixes_end_the_game_with_everyone_losing() -> None:
+    """002, the start-card version: 'a hand of three Sixes causes the game to end immediately with
+    all players losing'."""
+    hands = {"A": ["6", "6", "2"], "B": ["2", "3", "5"], "C": ["2", "3", "5"]}
+    s = make_state(rules=START_CARD, total=20, hands=hands, draw=["6"])
+    s, events = _play(s, "A", "2")
+    assert s.finished and s.special_end == "6"
+    assert next(e for e in events if e.type == "specialHand").data["holderWins"] is False
+    result = game_result(s)
+    assert result.winner == () and {r.rank for r in result.ranking} == {1}
+    assert result.summary_en == "A holds 3 × 6: everyone loses"
+
+
+def test_start_card_a_special_hand_dealt_ends_the_game_before_the_first_turn() -> None:
+    """002, the start-card version: 'certain hands immediately end the game', the dealt hand too. A
+    one-Ace special hand (a derived rule set) makes the check visible: the first player in seat order
+    from the starter who was dealt an Ace wins before anyone plays."""
+    from ninetynine.engine.rules.ruleset import SpecialHand
+
+    rules = START_CARD.with_changes(name="ace-wins", special_hands=(SpecialHand("A", 1, holder_wins=True),))
+    s, events = setup(["a", "b", "c", "d"], seed=3, rules=rules)
+    order = [s.seats[(s.seats.index(s.round_starter) + k) % 4] for k in range(4)]
+    holders = [p for p in order if any(c.startswith("A") for c in s.hands[p])]
+    assert s.finished and holders and game_result(s).winner == (holders[0],)
+    assert "turnStarted" not in event_types(events)
+
+
+# -- 000 §7, the house rules as options ---------------------------------------------------------
+
+
+def test_house_rules_derive_a_named_rule_set_and_refuse_unknown_keys() -> None:
+    """000 §7 lists house rules to switch on and off; any preset takes them by name."""
+    rules = with_house_rules(NA, "exact99Bonus")
+    assert rules.name == "na-standard+exact99Bonus" and rules.exact_limit_bonus
+    both = with_house_rules(rules, "noSameNumberTwice")
+    assert both.name == "na-standard+exact99Bonus+noSameNumberTwice" and both.no_same_number_twice
+    assert not NA.exact_limit_bonus and with_house_rules(preset("classic"), "exact99Bonus").name == (
+        "classic+exact99Bonus"
+    )
+    with pytest.raises(RuleError) as err:
+        with_house_rules(NA, "exactly69")
+    assert err.value.reason is Reason.INVALID_OPTION
+
+
+def test_house_rule_exactly_99_wins_back_a_token() -> None:
+    """000 §7: 'exactly 99 earns a bonus'. Our choice of bonus: the player who makes the total
+    exactly 99 wins back one token they lost (a life, a penny, a game point)."""
+    rules = with_house_rules(NA, "exact99Bonus")
+    hands = {"A": ["K", "9", "2"], "B": ["9", "3", "5"], "C": ["9", "3", "5"]}
+    s, events = _play(make_state(rules=rules, total=40, hands=hands, lives_left={"A": 3}), "A", "K")
+    assert (s.total, s.lives["A"], s.lives_lost["A"]) == (99, 4, 1)
+    assert next(e for e in events if e.type == "bonus").data == {"player": "A", "tokens": 1, "left": 4}
+    full, events = _play(make_state(rules=rules, total=40, hands=hands), "A", "K")
+    assert full.lives["A"] == 5 and next(e for e in events if e.type == "bonus").data["tokens"] == 0
+    held, events = _play(make_state(rules=rules, total=99, hands=hands, lives_left={"A": 3}), "A", "9")
+    assert held.lives["A"] == 3 and "bonus" not in event_types(events)  # 99 stays 99: not made
+    plain, events = _play(make_state(rules=NA, total=40, hands=hands, lives_left={"A": 3}), "A", "K")
+    assert plain.lives["A"] == 3 and "bonus" not in event_types(events)
+
+
+def test_house_rule_the_same_number_may_not_be_played_twice_in_a_row() -> None:
+    """000 §7: 'the same number may not be played twice in a row': a card of the rank just played
+    is refused (SAME_NUMBER_TWICE); any other card in between lifts it."""
+    rules = with_house_rules(NA, "noSameNumberTwice")
+    hands = {"A": ["7", "2", "3"], "B": ["7", "5", "6"], "C": ["7", "5", "6"]}
+    s, _ = _play(make_state(rules=rules, total=20, hands=hands), "A", "7")
+    seven = card_of(s, card_id(s, "B", "7"))
+    assert [c.reason for c in card_choices(s, seven)] == [Reason.SAME_NUMBER_TWICE]
+    assert not any(c.action.card_id == seven.id for c in legal_choices(s, "B"))
+    shown = next(h for h in player_view(s, "B")["hand"] if h["card"]["id"] == seven.id)
+    assert not shown["playable"] and shown["choices"][0]["reason"] == "SAME_NUMBER_TWICE"
+    with pytest.raises(RuleError) as err:
+        _play(s, "B", "7")
+    assert err.value.reason is Reason.SAME_NUMBER_TWICE
+    assert err.value.message("en") == "The same number (7) cannot be played twice in a row"
+    s, _ = _play(s, "B", "5")
+    assert _results(s, "C", "7") == [39]
+
+
+def test_house_rule_a_player_left_with_only_the_same_number_loses() -> None:
+    """000 §7 with §5.1: the refused card counts as unplayable, so a player holding only cards of
+    the number just played loses the turn-start check."""
+    rules = with_house_rules(NA, "noSameNumberTwice")
+    hands = {"A": ["7", "2", "3"], "B": ["7", "7", "7"], "C": ["5", "5", "6"]}
+    s, events = _play(make_state(rules=rules, total=20, hands=hands), "A", "7")
+    assert next(e for e in events if e.type == "lifeLost").data["player"] == "B" and s.lives["B"] == 4

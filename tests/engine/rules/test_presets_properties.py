@@ -2,11 +2,13 @@
 
 Each game is played to its end with random legal moves: after every step the cards are
 conserved and the state validates; views and events never show a viewer a hidden card, the
-RNG or the seed; refused actions leave the state untouched; the end has one winner. The
-same seed and actions replay to byte-identical states and events.
+RNG or the seed (a turned-up start card is public); refused actions leave the state untouched;
+the end has its winners: the last one standing, the best scores of a game-points game, or the
+holder of a special hand (nobody, for a hand where everyone loses). The same seed and actions
+replay to byte-identical states and events.
 
-Budget: 30 fully checked games drawn among the presets, plus one light game per preset at its
-fewest and most players.
+Budget: 30 fully checked games drawn among the presets, 16 with the §7 house rules on (any preset,
+kr-product and classic too), plus one light game per preset at its fewest and most players.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ninetynine.engine.rules import apply, setup
-from ninetynine.engine.rules.presets import PRESETS
+from ninetynine.engine.rules import GameState, apply, game_result, setup
+from ninetynine.engine.rules.presets import PRESETS, preset, preset_names, with_house_rules
 
 from .builders import snapshot
 from .test_properties import (
@@ -28,8 +30,33 @@ from .test_properties import (
     _check_views,
     _deck,
     _play_to_end,
+    public_cards,
     seed_strategy,
 )
+
+
+def _check_preset_end(state: GameState) -> None:
+    """The end as the preset has it; every player ranked once, places in order."""
+    rules = state.rules
+    if not (state.special_end or rules.points):
+        _check_end(state)
+        return
+    assert state.finished
+    result = game_result(state)
+    assert sorted(r.player for r in result.ranking) == sorted(state.seats)
+    places = [r.rank for r in result.ranking]
+    assert places == sorted(places) and places[0] == 1
+    assert all(state.hands[p] == [] for p in state.elimination_order)
+    if state.special_end:
+        hand = rules.special_hand(state.special_end)
+        assert hand is not None
+        held = [c for c in state.hands[state.current] if c.startswith(hand.rank)]
+        assert len(held) >= hand.count
+        assert result.winner == ((state.current,) if hand.holder_wins else ())
+    else:
+        best = max(state.score.values())
+        assert best >= rules.end.target
+        assert result.winner == tuple(p for p in (r.player for r in result.ranking) if state.score[p] == best)
 
 
 @st.composite
@@ -50,10 +77,10 @@ def test_random_games_of_every_preset_keep_every_invariant_and_replay_identicall
     start, setup_events = setup(seats, seed=seed, rules=rules)
     assert start.rules is rules
     _check_step_invariants(start, Counter(_deck(start)))
-    _check_views(start, setup_events, set())
+    _check_views(start, setup_events, public_cards(setup_events))
 
     end, log, events = _play_to_end(start, random.Random(play_seed), full_checks=True)
-    _check_end(end)
+    _check_preset_end(end)
 
     again, _ = setup(seats, seed=seed, rules=rules)
     assert snapshot(again) == snapshot(start)
@@ -63,10 +90,29 @@ def test_random_games_of_every_preset_keep_every_invariant_and_replay_identicall
     assert snapshot(again) == snapshot(end)
 
 
+@settings(max_examples=16, deadline=None, phases=NO_SHRINK, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(preset_names()),
+    players=st.integers(2, 5),
+    seed=seed_strategy,
+    play_seed=st.integers(0, 2**32),
+)
+def test_random_games_with_the_house_rules_keep_every_invariant(
+    name: str, players: int, seed: int, play_seed: int
+) -> None:
+    """000 §7's house rules (exactly 99 earns a bonus, no same number twice in a row) on any preset,
+    kr-product and classic included."""
+    rules = with_house_rules(preset(name), "exact99Bonus", "noSameNumberTwice")
+    start, setup_events = setup([f"player-{i}" for i in range(players)], seed=seed, rules=rules)
+    _check_views(start, setup_events, public_cards(setup_events))
+    end, _, _ = _play_to_end(start, random.Random(play_seed), full_checks=True)
+    _check_preset_end(end)
+
+
 def test_every_preset_is_drawn_by_the_property_test() -> None:
     """Every preset plays a whole game from a fixed seed with its fewest and its most players."""
     for rules in PRESETS.values():
         for players in sorted(set(rules.players)):
             state, _ = setup([f"p{i}" for i in range(players)], seed=players, rules=rules)
             end, _, _ = _play_to_end(state, random.Random(players), full_checks=False)
-            _check_end(end)
+            _check_preset_end(end)

@@ -91,6 +91,11 @@ def _strings(value: Any) -> set[str]:
     return set(_JSON_STRING.findall(json.dumps(value, ensure_ascii=False)))
 
 
+def public_cards(events: list[Event]) -> set[str]:
+    """Cards an event shows everyone besides the card played: a preset's turned-up start card."""
+    return {e.data["card"]["id"] for e in events if e.type == "startCard"}
+
+
 def _check_step_invariants(state: GameState, deck: Counter[str]) -> None:
     cards = _all_cards(state)
     assert Counter(cards) == deck, "cards not conserved"
@@ -216,6 +221,7 @@ def _play_to_end(
         log.append((player, action, step * STEP_MS))
         all_events.append([e.to_dict() | {"@": (e.audience.value, e.player)} for e in events])
         played_publicly.add(action.card_id)
+        played_publicly.update(public_cards(events))
         _check_step_invariants(state, deck)
         if full_checks:
             _check_views(state, events, played_publicly)
