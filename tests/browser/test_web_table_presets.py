@@ -91,17 +91,26 @@ async def test_the_online_version_with_a_house_rule_marks_its_thresholds(
 
 
 @pytest.mark.parametrize(
-    ("name", "seats"),
-    [("wikipedia", 3), ("ru-99-eight", 3), ("na-two-player-again", 2)],
+    ("name", "seats", "marks"),
+    [
+        ("wikipedia", 3, []),
+        ("ru-99-eight", 3, []),
+        ("na-two-player-again", 2, []),
+        ("na-points", 3, ["33", "66", "99"]),
+    ],
 )
 async def test_a_preset_game_through_the_lobby_and_table(
-    servers: Servers, browser: Browser, name: str, seats: int
+    servers: Servers, browser: Browser, name: str, seats: int, marks: list[str]
 ) -> None:
     page = browser.page
     await _create_preset_room(page, servers.url, name, seats=seats)
     await _play_with_bots(browser, bots=seats - 1)
     await _expect_attr(page.get_by_test_id("table-rules"), "data-rules", name)
-    assert await page.get_by_test_id("threshold-mark").count() == 0
+    shown = [await m.get_attribute("data-at") for m in await page.get_by_test_id("threshold-mark").all()]
+    assert shown == marks
+    # The game-points version keeps a running score, on every seat.
+    points = preset(name).end.kind != "lastStanding"
+    assert await page.get_by_test_id("my-score").count() == (1 if points else 0)
     await browser.screenshot(f"preset-{name}-table")
     await _play_to_results(Tapper(browser))
     await browser.screenshot(f"preset-{name}-results")

@@ -265,6 +265,16 @@ export class Table {
         this.announce('tokensPaid', t(event.player === event.by ? 'bn_tokensPaidSelf' : 'bn_tokensPaid', {
           name: name(event.player), n: event.tokens, left: event.left, at: event.at }));
         break;
+      case 'roundScored':
+        this.announce('roundScored', t('bn_roundScored', { round: event.round }));
+        break;
+      case 'startCard':
+        this.announce('startCard', t('bn_startCard', { face: event.card?.face ?? '?', total: num(event.total) }));
+        break;
+      case 'specialHand':
+        this.announce('specialHand', t(event.holderWins ? 'bn_specialWin' : 'bn_specialAll', {
+          name: name(event.player), n: event.count, rank: event.rank }));
+        break;
       case 'gameFinished':
         this.sound('end');
         break;
@@ -418,7 +428,8 @@ export class Table {
         h('div', { class: 'opp-name' }, name),
         h('div', { class: 'opp-meta' },
           h('span', { class: 'hand-count', 'data-testid': 'hand-count' }, `🂠 ${t('handCount', { n: p.handCount })}`),
-          showLives ? h('span', { class: 'lives', 'data-testid': 'lives', 'data-lives': p.lives }, hearts.length ? hearts : '–') : null),
+          showLives ? h('span', { class: 'lives', 'data-testid': 'lives', 'data-lives': p.lives }, hearts.length ? hearts : '–') : null,
+          p.score !== undefined ? h('span', { class: 'score', 'data-testid': 'score', 'data-score': p.score }, `★${p.score}`) : null),
         !p.alive ? h('div', { class: 'tag' }, t('eliminatedTag'))
           : !connected ? h('div', { class: 'tag warn', 'data-testid': 'offline-tag' }, t('disconnected')) : null,
       ));
@@ -441,6 +452,7 @@ export class Table {
       h('b', {}, me.name), h('span', { class: 'muted' }, ` (${t('you')})`),
       showLives ? h('span', { class: 'my-lives', 'data-testid': 'my-lives', 'data-lives': me.lives },
         this.rules ? `${this.tokenGlyph()}×${me.lives}` : '♥'.repeat(me.lives) || '♡') : null,
+      me.score !== undefined ? h('span', { class: 'score', 'data-testid': 'my-score', 'data-score': me.score }, ` ★${me.score}`) : null,
       !me.alive ? h('span', { class: 'tag' }, t('eliminatedTag')) : null);
   }
 
