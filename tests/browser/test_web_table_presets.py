@@ -94,7 +94,7 @@ async def test_the_online_version_with_a_house_rule_marks_its_thresholds(
     ("name", "seats", "marks"),
     [
         ("wikipedia", 3, []),
-        ("ru-99-eight", 3, []),
+        ("na-1950s", 3, []),
         ("na-two-player-again", 2, []),
         ("na-points", 3, ["33", "66", "99"]),
     ],
