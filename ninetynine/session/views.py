@@ -92,7 +92,7 @@ class Views:
     def _private_view(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView:
         game = loaded.game_state()
         out = view_pb2.GameView()
-        private_view_into(private_view(game, viewer), game.options, out, lang)
+        private_view_into(private_view(game, viewer), game.options, out, lang, game.rules)
         return out
 
     def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView | None:

@@ -148,3 +148,28 @@ async def test_list_rules_offers_every_preset(make_stack) -> None:
     assert all(2 <= p.min_players <= p.max_players <= 10 for p in listed.presets)
     online = next(p for p in listed.presets if p.name == PRESET)
     assert list(online.thresholds) == [33, 66, 99]
+
+
+async def test_a_locked_king_says_why_in_the_seats_view(make_stack) -> None:
+    """002's start-card version: a King may not be played in a player's first five turns; the
+    session's view of the seat says so with the rank and the turn count, in the caller's language."""
+    stack = await make_stack(time_scale=1.0)
+    for _ in range(40):  # a King among three cards dealt: about one deal in five
+        created = await stack.stub.CreateRoom(
+            pb.CreateRoomRequest(name="A", max_seats=2, rules="na-start-card")
+        )
+        await stack.stub.AddBot(pb.AddBotRequest(token=created.seat_token))
+        await stack.stub.StartGame(pb.StartGameRequest(token=created.seat_token))
+        request = pb.GetViewRequest(token=created.seat_token)
+        view = (await stack.stub.GetView(request, metadata=ENGLISH)).view
+        kings = [c for c in view.hand if c.card.id.startswith("K")]
+        if kings:
+            break
+    else:
+        pytest.fail("no deal gave the host a King")
+    assert [(c.reason, c.reason_message) for c in kings[0].choices] == [
+        ("CARD_TOO_EARLY", "A K cannot be played in your first 5 turns")
+    ]
+    korean = (await stack.stub.GetView(request)).view
+    (king,) = (c for c in korean.hand if c.card.id == kings[0].card.id)
+    assert [c.reason_message for c in king.choices] == ["K은(는) 내 차례 5번이 지나야 낼 수 있어요"]
