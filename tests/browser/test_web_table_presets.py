@@ -157,3 +157,23 @@ async def test_the_presets_turn_effects_and_payments_are_announced(
     marks = page.get_by_test_id("threshold-mark")
     assert [await m.get_attribute("data-at") for m in await marks.all()] == ["33", "66", "99"]
     await _expect_attr(page.get_by_test_id("table-rules"), "data-rules", "na-online")
+
+
+async def test_the_deal_of_a_preset_with_its_own_deck_table_is_verified(
+    servers: Servers, browser: Browser
+) -> None:
+    """002: two decks with more than four players (classic's table would say one below seven), and
+    "공정성 확인" re-runs that deal from the revealed seed."""
+    page = browser.page
+    await _create_preset_room(page, servers.url, "na-seven-cards", seats=5)
+    await _play_with_bots(browser, bots=4)
+    await _play_to_results(Tapper(browser))
+    started = _events(browser, "gameStarted")[-1]
+    assert started["deckSize"] == 104
+    await page.get_by_test_id("verify-deal").tap()
+    fairness = page.get_by_test_id("fairness")
+    await _expect_attr(fairness, "data-verdict", "ok")
+    oks = await page.locator('[data-testid^="fair-"]').evaluate_all("els => els.map(e => e.dataset.ok)")
+    assert oks == ["true"] * (3 + 5), "commitment, deck size, first player and the five first hands"
+    await fairness.scroll_into_view_if_needed()
+    await browser.screenshot("preset-na-seven-cards-fairness")

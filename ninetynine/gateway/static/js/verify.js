@@ -56,9 +56,13 @@ export function canonicalDeck(mode, specialCounts, deckCount) {
   return ids;
 }
 
-function deckCountFor(options, players) {
+function deckCountFor(started) {
+  const { options } = started;
   if (options.mode === 'kr-product') return 1;
-  if (options.deckCount === 'auto') return players >= 7 ? 2 : 1;
+  // A preset's French decks follow its own table by player count, which the replay does not carry:
+  // the published deck size says how many 52-card decks were shuffled.
+  if (started.rules) return Math.max(1, Math.round(started.deckSize / 52));
+  if (options.deckCount === 'auto') return started.seats.length >= 7 ? 2 : 1;
   return Number(options.deckCount);
 }
 
@@ -122,8 +126,7 @@ export function verifyDeal(replay) {
   const seats = started.seats;
   const seed = BigInt(replay.seed);
   const computedCommitment = sha256Hex(seedBytes(seed));
-  const pile = canonicalDeck(started.options.mode, Number(started.options.specialCounts),
-    deckCountFor(started.options, seats.length));
+  const pile = canonicalDeck(started.options.mode, Number(started.options.specialCounts), deckCountFor(started));
   const rng = new Pcg32(seed);
   rng.shuffle(pile);
   const deckSize = pile.length;
