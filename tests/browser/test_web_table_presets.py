@@ -112,6 +112,14 @@ async def test_a_preset_game_through_the_lobby_and_table(
     points = preset(name).end.kind != "lastStanding"
     assert await page.get_by_test_id("my-score").count() == (1 if points else 0)
     await browser.screenshot(f"preset-{name}-table")
+    # Help describes this preset, not the kr-product or classic card tables.
+    await page.get_by_test_id("help-toggle").tap()
+    summary = page.get_by_test_id("help-preset-summary")
+    await summary.wait_for()
+    assert await summary.inner_text() == preset(name).summary
+    assert not await page.locator("#help .help-kr").first.is_visible()
+    assert not await page.locator("#help .help-classic").first.is_visible()
+    await page.get_by_test_id("help-close").tap()
     await _play_to_results(Tapper(browser))
     await browser.screenshot(f"preset-{name}-results")
     started = _events(browser, "gameStarted")

@@ -137,7 +137,7 @@ function applyLanguage() {
   fillPresets();
   setConnState($('[data-testid="connection"]').dataset.state);
   if (app.room) renderWaitingRoom();
-  if (app.view) { tailorHelp(app.view.mode, app.view.options); app.table.render(app.view); }
+  if (app.view) { tailorHelp(app.view.mode, app.view.options, app.room?.rules); app.table.render(app.view); }
   if (app.view?.phase === 'finished') renderResults(app.view);
   if (app.replay) {
     app.frames = buildFrames(app.replay);
@@ -485,7 +485,7 @@ function onMessage(msg) {
 function onView(view) {
   app.view = view;
   app.table.catchingUp = false;
-  tailorHelp(view.mode, view.options);
+  tailorHelp(view.mode, view.options, app.room?.rules);
   if (view.phase === 'finished') {
     renderResults(view);
     show('results');
@@ -495,11 +495,16 @@ function onView(view) {
   app.table.render(view);
 }
 
-/** Help shows the rules of this room's mode only, with its joker range. */
-function tailorHelp(mode, options) {
-  document.body.dataset.mode = mode;
+/** Help shows the rules of this room only: its mode's card table with its joker range, or a
+ * preset's own description and house rules (the mode's tables do not describe a preset's cards). */
+function tailorHelp(mode, options, rules) {
+  document.body.dataset.help = rules ? 'preset' : mode;
   const [min, max] = String(options?.jokerRange ?? '60-99').split('-');
   $('#help-joker').textContent = t('helpJoker', { min, max });
+  $('#help-preset-name').textContent = rules?.name ?? '';
+  $('#help-preset-summary').textContent = rules ? presetSummary(rules) : '';
+  const house = Object.entries(rules?.overrides ?? {}).map(([k, v]) => `${k}=${v}`).join(', ');
+  $('#help-preset-house').textContent = house ? t('helpHouseRules', { rules: house }) : '';
 }
 
 // -- wiring ---------------------------------------------------------------------------------
