@@ -116,11 +116,14 @@ def _new_value(
     return min(max(value, low), high)
 
 
-def mutate_message(request: Message, rnd: random.Random, strings: Sequence[str]) -> None:
-    """Change one thing in ``request`` (in place)."""
+def mutate_message(request: Message, rnd: random.Random, strings: Sequence[str]) -> bool:
+    """Change one thing in ``request`` (in place); False when it has no field to change (an empty
+    request type such as ListRulesRequest)."""
     places: list[tuple[Message, FieldDescriptor]] = []
     pool: dict[int, list[Any]] = {}
     _places(request, places, pool)
+    if not places:
+        return False
     message, field = rnd.choice(places)
     value: Any = getattr(message, field.name)
     if field.message_type is not None and field.message_type.GetOptions().map_entry:
@@ -160,6 +163,7 @@ def mutate_message(request: Message, rnd: random.Random, strings: Sequence[str])
             value.SetInParent()  # present but empty
     else:
         setattr(message, field.name, _new_value(field, pool, rnd, strings))
+    return True
 
 
 def mutate_wire(
@@ -172,7 +176,8 @@ def mutate_wire(
     try:
         request = message_type.FromString(data[1:])
         for _ in range(rnd.choice((1, 1, 1, 2, 3))):
-            mutate_message(request, rnd, strings)
+            if not mutate_message(request, rnd, strings):
+                return bytes(atheris.Mutate(data, max_size))
         out = data[:1] + request.SerializeToString()
     except (DecodeError, ValueError, TypeError):  # a value the field cannot take: mutate the bytes
         return bytes(atheris.Mutate(data, max_size))
