@@ -361,6 +361,13 @@ def _tampered() -> list[tuple[str, str, Any]]:
     def tokens(s: state_pb2.State) -> None:
         s.rules.tokens.start_by_players[0].value = 50
 
+    def foreign_recent_card(s: state_pb2.State) -> None:
+        s.rules.no_same_number_twice = True  # the rules read the last play's card
+        s.history[-1].action.card_id = "10D-2"  # one deck at four players
+
+    def stranger_played(s: state_pb2.State) -> None:
+        s.history[-1].player_id = "zed"
+
     return [
         ("five plays on one card", "na-standard", more_plays),
         ("30 card types", "na-standard", add_type),
@@ -384,6 +391,8 @@ def _tampered() -> list[tuple[str, str, Any]]:
         ("a King locked for 50 turns", "na-start-card", locked),
         ("a seat without its score", "na-points", score_dropped),
         ("a special hand ending a game in play", "na-start-card", special_end),
+        ("a recent play of a card not in the deck", "na-standard", foreign_recent_card),
+        ("a recent play by somebody not seated", "na-standard", stranger_played),
     ]
 
 

@@ -17,7 +17,7 @@ from .game import has_legal_play
 from .options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
 from .rng import MASK64, seed_commitment
 from .ruleset import Limit
-from .state import SUPPORTED_STATE_VERSIONS, GameState, Phase
+from .state import HISTORY_LENGTH, SUPPORTED_STATE_VERSIONS, GameState, Phase
 
 # The latest turn start (ms since epoch) whose deadline, after the longest turn, is still a
 # protocol MillisEpoch (at most 2**53 - 1: exact in a JSON client's double) and an int64. About
@@ -62,6 +62,12 @@ def validate_state(s: GameState) -> None:
     cat = catalogue_of(rules.deck, s.deck_count)
     if not _holds_each_card_once(s, cat.keys()):
         _explain_bad_cards(s, cat.keys())
+    # The recent plays are public, but the rules read them (the same number twice): their cards
+    # and players must be this game's.
+    if len(s.history) > HISTORY_LENGTH or any(
+        r.card_id not in cat or r.player not in s.hands for r in s.history
+    ):
+        raise _bad("history names a card or player not in this game")
     # A game ended by a play over the limit (Limit.PLAY_AND_LOSE) keeps that play's total.
     over_at_end = (
         s.phase is Phase.FINISHED and rules.over_limit is Limit.PLAY_AND_LOSE and s.total > rules.limit
