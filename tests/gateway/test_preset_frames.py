@@ -97,3 +97,29 @@ def test_a_special_hand_event_reaches_clients() -> None:
         ((expected, frame),) = _frames(state, [event], 0)
         assert frame["event"] == expected
         assert _errors(EVENT, frame) == []
+
+
+def _final(name: str, players: int, seed: int) -> GameState:
+    state, _ = setup(
+        [f"p{i}" for i in range(players)], seed=seed, now_ms=1_700_000_000_000, rules=PRESETS[name]
+    )
+    rng = Rng(seed_rng(seed))
+    for step in range(3000):
+        if state.phase is Phase.FINISHED:
+            break
+        state, _ = apply(state, state.current, random_action(state, rng), now_ms=1_700_000_000_000 + step)
+    return state
+
+
+def test_a_game_ended_over_99_previews_from_its_final_total_in_valid_frames() -> None:
+    """002's online version: a play over 99 may be made, and it ends the game when one player is
+    left; the winner's finished view still previews their cards from that total (a 2 doubles 103
+    to 206), and those frames are valid."""
+    for seed in range(600):
+        state = _final("na-online", 3, seed)
+        hand = player_view(state, state.current)["hand"]
+        if state.total > 99 and any(c["result"] > 200 for card in hand for c in card["choices"]):
+            break
+    else:
+        pytest.fail("no game ended over 99 with a doubling card in the winner's hand")
+    _play("na-online", 3, seed)
