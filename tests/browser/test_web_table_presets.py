@@ -185,3 +185,19 @@ async def test_the_deal_of_a_preset_with_its_own_deck_table_is_verified(
     assert oks == ["true"] * (3 + 5), "commitment, deck size, first player and the five first hands"
     await fairness.scroll_into_view_if_needed()
     await browser.screenshot("preset-na-seven-cards-fairness")
+
+
+async def test_the_house_rules_fields_example_is_a_sheet_the_server_takes(
+    servers: Servers, browser: Browser
+) -> None:
+    """The placeholder shows how to write a house-rules sheet; written as shown, it makes a room."""
+    page = browser.page
+    await page.goto(servers.url)
+    await page.get_by_test_id("opt-rules").locator('option[value="na-standard"]').wait_for(state="attached")
+    await page.get_by_test_id("opt-rules").select_option("na-standard")
+    placeholder = await page.get_by_test_id("opt-overrides").get_attribute("placeholder") or ""
+    example = placeholder.split(":", 1)[1].strip()
+    await _create_preset_room(page, servers.url, "na-standard", seats=2, house_rules=example)
+    sheet = dict(pair.strip().split("=") for pair in example.split(","))
+    rooms = [m["room"] for m in browser.log.received("room")]
+    assert rooms and rooms[-1]["rules"]["overrides"] == sheet

@@ -99,7 +99,7 @@ function fillSeats(preset) {
   seats.value = String(Math.min(max, Math.max(min, keep)));
 }
 
-/** "reverse=8, tokens=5" -> {reverse: '8', tokens: '5'}; the server checks keys and values. */
+/** "card.8=reverse, tokens=5" -> {"card.8": "reverse", tokens: "5"}; the server checks keys and values. */
 function readOverrides() {
   const out = {};
   for (const pair of $('#opt-overrides').value.split(/[,;\n]+/)) {
