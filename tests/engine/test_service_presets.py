@@ -197,6 +197,8 @@ def test_the_spec_house_rules_are_overrides_too(stub: pb_grpc.EngineServiceStub)
     assert house.state.rules.exact_limit_bonus and not house.state.rules.no_same_number_twice
     assert house.state.rules.name == "na-standard+exact99Bonus"
     assert house.events[0].game_started.rules == "na-standard+exact99Bonus"
+    sixty_nine = _setup(stub, "na-standard", overrides={"exact69Bonus": "on"}).state.rules
+    assert sixty_nine.exact_69_bonus and sixty_nine.name == "na-standard+exact69Bonus"
     err = _refused(
         stub.Setup, pb.SetupRequest(player_ids=["a", "b"], rules="classic", overrides={"exact99Bonus": "1"})
     )

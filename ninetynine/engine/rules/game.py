@@ -51,6 +51,7 @@ from .state import (
 )
 
 MAX_PLAYER_ID_LENGTH = 64
+EXACT_69 = 69  # 002's house rule: "making the total exactly 69 has some sort of effect"
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +410,8 @@ def apply(
     if player in s.turns_taken and s.turns_taken[player] < rules.locked_turns():
         s.turns_taken[player] += 1
     if rules.exact_limit_bonus and result == rules.limit and before != result:
+        _bonus(s, player, events)
+    if rules.exact_69_bonus and result == EXACT_69 and before != result:
         _bonus(s, player, events)
     if (rules.thresholds or result > rules.limit) and _thresholds(s, player, before, result, rng, events):
         s.seq += 1

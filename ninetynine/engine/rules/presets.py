@@ -432,8 +432,13 @@ PRESETS: dict[str, RuleSet] = {
     for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, NA_POINTS, NA_START_CARD, *NA_ONLINE, *RU_VARIANTS)
 }
 
-# The spec's §7 house rules, which any rule set can take: option key -> RuleSet field.
-HOUSE_RULES = {"exact99Bonus": "exact_limit_bonus", "noSameNumberTwice": "no_same_number_twice"}
+# The house rules any rule set can take (the spec's §7 two, and 002's "exactly 69"):
+# option key -> RuleSet field.
+HOUSE_RULES = {
+    "exact99Bonus": "exact_limit_bonus",
+    "noSameNumberTwice": "no_same_number_twice",
+    "exact69Bonus": "exact_69_bonus",
+}
 
 
 def with_house_rules(rules: RuleSet, *keys: str) -> RuleSet:

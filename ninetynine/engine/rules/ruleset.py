@@ -296,6 +296,7 @@ class RuleSet:
     special_hands: tuple[SpecialHand, ...] = ()
     exact_limit_bonus: bool = False  # making the total exactly ``limit`` wins back a lost token
     no_same_number_twice: bool = False  # a card may not follow one of the same rank
+    exact_69_bonus: bool = False  # 002's house rule: making the total exactly 69 wins back a lost token
     turn_seconds: int = 15
     players: tuple[int, int] = (2, 10)  # fewest and most players
     game: str = "adding"

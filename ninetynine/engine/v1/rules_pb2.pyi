@@ -784,6 +784,7 @@ class RuleSet(_message.Message):
     SPECIAL_HANDS_FIELD_NUMBER: _builtins.int
     EXACT_LIMIT_BONUS_FIELD_NUMBER: _builtins.int
     NO_SAME_NUMBER_TWICE_FIELD_NUMBER: _builtins.int
+    EXACT_69_BONUS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The preset's name ("na-standard")."""
     limit: _builtins.int
@@ -807,6 +808,8 @@ class RuleSet(_message.Message):
     """Making the total exactly `limit` wins back a lost token (spec §7 house rule)."""
     no_same_number_twice: _builtins.bool
     """A card may not follow one of the same rank (spec §7 house rule)."""
+    exact_69_bonus: _builtins.bool
+    """Making the total exactly 69 wins back a lost token (002's house rule)."""
     @_builtins.property
     def deck(self) -> Global___RuleDeck: ...
     @_builtins.property
@@ -849,10 +852,11 @@ class RuleSet(_message.Message):
         special_hands: _abc.Iterable[Global___RuleSpecialHand] | None = ...,
         exact_limit_bonus: _builtins.bool = ...,
         no_same_number_twice: _builtins.bool = ...,
+        exact_69_bonus: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "hand", b"hand", "players", b"players", "start", b"start", "tokens", b"tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "exact_limit_bonus", b"exact_limit_bonus", "floor", b"floor", "game", b"game", "hand", b"hand", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "no_same_number_twice", b"no_same_number_twice", "out_ends", b"out_ends", "over_limit", b"over_limit", "players", b"players", "round_resets_direction", b"round_resets_direction", "source", b"source", "special_hands", b"special_hands", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "exact_69_bonus", b"exact_69_bonus", "exact_limit_bonus", b"exact_limit_bonus", "floor", b"floor", "game", b"game", "hand", b"hand", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "no_same_number_twice", b"no_same_number_twice", "out_ends", b"out_ends", "over_limit", b"over_limit", "players", b"players", "round_resets_direction", b"round_resets_direction", "source", b"source", "special_hands", b"special_hands", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -766,6 +766,22 @@ def test_house_rule_exactly_99_wins_back_a_token() -> None:
     assert plain.lives["A"] == 3 and "bonus" not in event_types(events)
 
 
+def test_house_rule_exactly_69_wins_back_a_token() -> None:
+    """002: some play that making the total exactly 69 has "some sort of effect", for example
+    getting a penny from the pool. Our choice: as with §7's exactly 99, the player wins back one
+    token they lost."""
+    rules = with_house_rules(NA, "exact69Bonus")
+    assert rules.name == "na-standard+exact69Bonus" and rules.exact_69_bonus
+    hands = {"A": ["9", "J", "2"], "B": ["9", "3", "5"], "C": ["9", "3", "5"]}
+    s, events = _play(make_state(rules=rules, total=59, hands=hands, lives_left={"A": 3}), "A", "J")
+    assert (s.total, s.lives["A"], s.lives_lost["A"]) == (69, 4, 1)
+    assert next(e for e in events if e.type == "bonus").data == {"player": "A", "tokens": 1, "left": 4}
+    held, events = _play(make_state(rules=rules, total=69, hands=hands, lives_left={"A": 3}), "A", "9")
+    assert held.lives["A"] == 3 and "bonus" not in event_types(events)  # 69 stays 69: not made
+    plain, events = _play(make_state(rules=NA, total=59, hands=hands, lives_left={"A": 3}), "A", "J")
+    assert plain.total == 69 and plain.lives["A"] == 3 and "bonus" not in event_types(events)
+
+
 def test_house_rule_the_same_number_may_not_be_played_twice_in_a_row() -> None:
     """000 §7: 'the same number may not be played twice in a row': a card of the rank just played
     is refused (SAME_NUMBER_TWICE); any other card in between lifts it."""

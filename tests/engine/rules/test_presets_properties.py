@@ -100,9 +100,9 @@ def test_random_games_of_every_preset_keep_every_invariant_and_replay_identicall
 def test_random_games_with_the_house_rules_keep_every_invariant(
     name: str, players: int, seed: int, play_seed: int
 ) -> None:
-    """000 §7's house rules (exactly 99 earns a bonus, no same number twice in a row) on any preset,
-    kr-product and classic included."""
-    rules = with_house_rules(preset(name), "exact99Bonus", "noSameNumberTwice")
+    """000 §7's house rules (exactly 99 earns a bonus, no same number twice in a row) and 002's
+    exactly 69 on any preset, kr-product and classic included."""
+    rules = with_house_rules(preset(name), "exact99Bonus", "noSameNumberTwice", "exact69Bonus")
     start, setup_events = setup([f"player-{i}" for i in range(players)], seed=seed, rules=rules)
     _check_views(start, setup_events, public_cards(setup_events))
     end, _, _ = _play_to_end(start, random.Random(play_seed), full_checks=True)
