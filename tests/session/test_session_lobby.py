@@ -185,7 +185,9 @@ async def test_list_rooms_pages_newest_first_through_waiting_rooms_and_running_g
         await stack.stub.AddBot(pb.AddBotRequest(token=host.seat_token))
         await stack.stub.StartGame(pb.StartGameRequest(token=host.seat_token))
         started_ids.add(host.room.room_id)
-    newest_first = [c.room.room_id for c in sorted(created, key=lambda c: c.room.created_at_ms, reverse=True)]
+    # Rooms created in the same millisecond are listed by room id, descending (both stores).
+    by_age = sorted(created, key=lambda c: (c.room.created_at_ms, c.room.room_id), reverse=True)
+    newest_first = [c.room.room_id for c in by_age]
 
     pages: list[list[str]] = []
     token = ""
