@@ -123,3 +123,23 @@ def test_a_game_ended_over_99_previews_from_its_final_total_in_valid_frames() ->
     else:
         pytest.fail("no game ended over 99 with a doubling card in the winner's hand")
     _play("na-online", 3, seed)
+
+
+def test_a_point_owed_with_none_left_is_a_valid_frame() -> None:
+    """002's game-points version: a point is lost at every border crossing; with none left there is
+    nothing to pay, and the ``tokensPaid`` that says so (``tokens: 0``) is a valid frame."""
+    for seed in range(200):
+        state, _ = setup(["p0", "p1", "p2"], seed=seed, now_ms=1_700_000_000_000, rules=PRESETS["na-points"])
+        rng = Rng(seed_rng(seed))
+        paid_nothing = False
+        for step in range(3000):
+            if state.phase is Phase.FINISHED:
+                break
+            action = random_action(state, rng)
+            state, events = apply(state, state.current, action, now_ms=1_700_000_000_000 + step)
+            paid_nothing |= any(e.type == "tokensPaid" and e.data["tokens"] == 0 for e in events)
+        if paid_nothing:
+            break
+    else:
+        pytest.fail("no game owed a point with none left")
+    assert _play("na-points", 3, seed)["tokensPaid"]

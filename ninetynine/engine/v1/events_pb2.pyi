@@ -678,6 +678,7 @@ class TokensPaid(_message.Message):
     player_id: _builtins.str
     """Who paid."""
     tokens: _builtins.int
+    """0 in the game-points version when a point is owed and none is left (nothing is paid)."""
     left: _builtins.int
     """Tokens left."""
     at: _builtins.int
