@@ -21,6 +21,7 @@ import dataclasses
 import re
 import types
 import typing
+from abc import ABC, abstractmethod
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
@@ -47,21 +48,25 @@ def _bad(detail: str) -> RuleError:
 # -- the mapping, built once from the declarations -------------------------------------------------
 
 
-class _Shape:
-    """How one Python value lives in a proto field (or a oneof)."""
+class _Shape(ABC):
+    """How one Python value lives in a proto field (or a oneof).
 
-    def write(self, msg: Any, name: str, value: Any) -> None:
-        raise NotImplementedError
+    Scalars, enums and messages can also be elements of a repeated field (``append``, ``item``);
+    optional, repeated and oneof shapes cannot, which the mapping never asks of them.
+    """
+
+    @abstractmethod
+    def write(self, msg: Any, name: str, value: Any) -> None: ...
+
+    @abstractmethod
+    def read(self, msg: Any, name: str, path: str) -> Any: ...
 
     def append(self, repeated: Any, value: Any) -> None:
-        raise NotImplementedError
-
-    def read(self, msg: Any, name: str, path: str) -> Any:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} is not an element of a repeated field")
 
     def item(self, raw: Any, path: str) -> Any:
         """One element of a repeated field."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} is not an element of a repeated field")
 
 
 _SCALAR_CPP = {
@@ -123,11 +128,11 @@ class _Enum(_Shape):
 class _Composite(_Shape):
     """A message-valued field: a dataclass or a fixed tuple."""
 
-    def fill(self, value: Any, msg: Any) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def fill(self, value: Any, msg: Any) -> None: ...
 
-    def build(self, msg: Any, path: str) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def build(self, msg: Any, path: str) -> Any: ...
 
     def write(self, msg: Any, name: str, value: Any) -> None:
         sub = getattr(msg, name)
