@@ -34,9 +34,10 @@ SERVICE_TEXTS: Final[Mapping[str, tuple[str, str]]] = {
     "GAME_NOT_STARTED": ("아직 게임이 시작되지 않았어요", "The game has not started"),
     "GAME_NOT_FINISHED": ("아직 끝나지 않은 게임이에요", "The game is not over yet"),
     "NOT_ENOUGH_PLAYERS": (
-        "2명 이상 앉아야 시작할 수 있어요",
-        "At least two seated players are needed to start",
+        "{needed}명 이상 앉아야 시작할 수 있어요",
+        "At least {needed} seated players are needed to start",
     ),
+    "UNKNOWN_GAME": ("그런 게임은 없어요 ({game})", "No such game: {game}"),
     "NOT_HOST": ("방장만 할 수 있어요", "Only the host can do that"),
     "SPECTATOR_CANNOT_ACT": ("관전 중에는 카드를 낼 수 없어요", "Spectators cannot play"),
     "INVALID_TOKEN": ("입장 정보가 올바르지 않아요", "Invalid or unknown token"),

@@ -15,9 +15,7 @@ from collections.abc import Iterable
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.common.logging import get_logger
-from ninetynine.engine.convert import action_to_proto
-from ninetynine.session import rooms
-from ninetynine.session.bots import bot_action
+from ninetynine.session import games, rooms
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.play import advance
 from ninetynine.session.roomcache import RoomCache, Step, mode_of, now_ms
@@ -27,7 +25,7 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 
 log = get_logger(__name__)
 
-DEFAULT_TURN_SECONDS = 15
+DEFAULT_TURN_SECONDS = games.DEFAULT_TURN_SECONDS
 # A bot's turn: long enough for people at the table to follow its move (about a second each).
 DEFAULT_BOT_THINK_MS = 1000
 # How long a replica's claim on a due deadline lasts. If the replica dies while firing it, another
@@ -39,8 +37,7 @@ SHORT_TURN_SECONDS = 3  # after 3 timeouts in a row, and for players who left (s
 TIMEOUTS_BEFORE_SHORT = 3
 
 
-def turn_seconds(doc: doc_pb.RoomDocument) -> int:
-    return doc.options.turn_seconds if doc.options.HasField("turn_seconds") else DEFAULT_TURN_SECONDS
+turn_seconds = games.turn_seconds
 
 
 class TurnClock:
@@ -55,39 +52,42 @@ class TurnClock:
         self.time_scale = time_scale
 
     def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
-        """Write the room's deadline into the ``turnStarted`` of its current turn among ``events``.
+        """Write the room's deadline into the events among ``events`` that announce its decision.
 
-        The rules' event carries the plain ``turn_seconds`` deadline; the one the scheduler fires
-        at (a bot's pace, the 3 s rule, the time scale) is the document's, which views carry too.
+        The rules' events carry the plain deadline; the one the scheduler fires at (a bot's pace,
+        the 3 s rule, the time scale) is the document's, which views carry too.
         """
-        if not doc.deadline_ms:
-            return
-        for event in events:
-            if event.HasField("game") and event.game.HasField("turn_started"):
-                turn = event.game.turn_started
-                if turn.player_id == doc.state.current:
-                    turn.deadline_ms = doc.deadline_ms
+        if doc.deadline_ms:
+            games.of(doc).announce(doc, events)
 
-    def set_deadline(self, doc: doc_pb.RoomDocument, now: int, *, force: bool) -> None:
-        if doc.phase != pb.ROOM_PHASE_PLAYING:
-            doc.deadline_ms = 0
-            doc.deadline_kind = doc_pb.DEADLINE_KIND_UNSPECIFIED
-            return
-        state = doc.state
-        if not force and doc.deadline_ms and doc.deadline_state_seq == state.seq:
-            return  # same turn: keep the running timer
-        seat = rooms.seat_of(doc, state.current)
-        doc.deadline_state_seq = state.seq
-        doc.turn_started_at_ms = state.turn_started_at_ms or now
+    def _due(self, doc: doc_pb.RoomDocument, decision: games.Decision, now: int) -> tuple[int, bool]:
+        """When ``decision`` is due, and whether a bot owes it."""
+        seat = rooms.seat_of(doc, decision.player_id)
         if seat.bot:
-            doc.deadline_kind = doc_pb.DEADLINE_KIND_BOT
-            doc.deadline_ms = now + self.bot_think_ms
-            return
-        seconds = turn_seconds(doc)
+            return now + self.bot_think_ms, True
+        seconds = decision.seconds
         if seat.left or seat.consecutive_timeouts >= TIMEOUTS_BEFORE_SHORT:
             seconds = min(seconds, SHORT_TURN_SECONDS)
-        doc.deadline_kind = doc_pb.DEADLINE_KIND_TURN
-        doc.deadline_ms = doc.turn_started_at_ms + round(seconds * 1000 * self.time_scale)
+        return (decision.started_at_ms or now) + round(seconds * 1000 * self.time_scale), False
+
+    def set_deadline(self, doc: doc_pb.RoomDocument, now: int, *, force: bool) -> None:
+        """The earliest deadline of the decisions owed now (one per player who owes one)."""
+        game = games.of(doc)
+        decisions = game.decisions(doc) if doc.phase == pb.ROOM_PHASE_PLAYING else ()
+        if not decisions:
+            doc.deadline_ms = 0
+            doc.deadline_kind = doc_pb.DEADLINE_KIND_UNSPECIFIED
+            doc.deadline_player_id = ""
+            return
+        seq = game.state_seq(doc)
+        if not force and doc.deadline_ms and doc.deadline_state_seq == seq:
+            return  # same decisions: keep the running timer
+        first = min(decisions, key=lambda d: self._due(doc, d, now)[0])
+        doc.deadline_ms, bot = self._due(doc, first, now)
+        doc.deadline_state_seq = seq
+        doc.deadline_player_id = first.player_id
+        doc.turn_started_at_ms = first.started_at_ms or now
+        doc.deadline_kind = doc_pb.DEADLINE_KIND_BOT if bot else doc_pb.DEADLINE_KIND_TURN
 
 
 class Deadlines:
@@ -151,24 +151,27 @@ class Deadlines:
         fired: dict[str, object] = {}
 
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step | None:
+            game = games.of(doc)
             if (
                 doc.phase != pb.ROOM_PHASE_PLAYING
                 or doc.deadline_ms != due
-                or doc.deadline_state_seq != doc.state.seq
+                or doc.deadline_state_seq != game.state_seq(doc)
             ):
                 return None  # the turn moved on since the claim
-            current = doc.state.current
+            current = doc.deadline_player_id or next(iter(game.decisions(doc)), games.NOBODY).player_id
+            if not game.owes(doc, current):
+                return None
             seat = rooms.seat_of(doc, current)
+            wire = self.cache.wire_at(room_id, doc.state)
             if seat.bot:
-                action = action_to_proto(bot_action(self.cache.game_at(room_id, doc.state)))
-                wire = self.cache.wire_at(room_id, doc.state)
+                action = game.bot_move(self.cache.game_at(room_id, doc), current)
                 applied = await self.engine.apply(doc, wire, current, action, now)
                 out = Step(source="bot")
                 out.add_game(applied.events)
                 advance(doc, current, action, "bot", now)
                 fired["kind"] = "bot"
                 return out
-            timed = await self.engine.timeout(doc, self.cache.wire_at(room_id, doc.state), now)
+            timed = await game.timeout(self.engine, doc, wire, current, now)
             seat.consecutive_timeouts += 1
             out = Step(source="timeout")
             out.add(

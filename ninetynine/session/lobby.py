@@ -7,10 +7,7 @@ room directly.
 
 from __future__ import annotations
 
-from ninetynine.engine.convert import options_from_proto
-from ninetynine.engine.errors import from_rule_error
-from ninetynine.engine.rules import RuleError
-from ninetynine.session import rooms, rulebook
+from ninetynine.session import games, rooms
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
 from ninetynine.session.roomcache import Loaded, RoomCache, Step, mode_of, now_ms
@@ -23,6 +20,11 @@ from ninetynine.session.store.base import (
 )
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
+
+
+def request_game(request: pb.CreateRoomRequest) -> str:
+    """The registry's kind a CreateRoom asks for."""
+    return ""
 
 
 def require_host(doc: doc_pb.RoomDocument, token: str) -> rooms.Caller:
@@ -43,15 +45,7 @@ class Lobby:
 
     async def create_room(self, request: pb.CreateRoomRequest) -> pb.CreateRoomResponse:
         """A new room with the caller as host; options, rules and seats are refused now, not at StartGame."""
-        try:
-            options_from_proto(request.options)
-        except RuleError as err:
-            raise from_rule_error(err) from None
-        if rulebook.plays_rules(request.rules, request.overrides):
-            rulebook.bound_overrides(request.overrides)
-            await self.engine.check_rules(request.rules, request.overrides, request.options)
-            chosen = rulebook.room_rules(request.rules, request.overrides, request.options)
-            rulebook.check_seats(chosen, request.max_seats)
+        await games.entry(request_game(request)).check_create(request, self.engine)
         for _ in range(10):
             try:
                 return await self._create(rooms.new_room_id(), request)
@@ -72,6 +66,7 @@ class Lobby:
             now,
             request.rules,
             request.overrides,
+            request_game(request),
         )
         doc.rematch_of = rematch_of
         joined = pb.RoomEvent(
@@ -207,7 +202,8 @@ class Lobby:
             seat.connected = False
             seat.token_hash = b""  # the token stops working: leaving is final
             out.add(pb.RoomEvent(player_left=pb.PlayerLeft(player_id=caller.player_id, auto_played=True)))
-            out.force_deadline = doc.phase == pb.ROOM_PHASE_PLAYING and doc.state.current == caller.player_id
+            playing = doc.phase == pb.ROOM_PHASE_PLAYING
+            out.force_deadline = playing and games.of(doc).owes(doc, caller.player_id)
             return out
 
         loaded, _ = await self.cache.mutate(rooms.token_room(token), step)
@@ -218,9 +214,9 @@ class Lobby:
             require_host(doc, token)
             if doc.phase != pb.ROOM_PHASE_LOBBY:
                 raise session_error("GAME_ALREADY_STARTED", roomId=doc.room_id)
-            if len(doc.seats) < 2:
-                raise session_error("NOT_ENOUGH_PLAYERS", seated=len(doc.seats))
-            setup = await self.engine.setup(doc, now)
+            game = games.of(doc)
+            game.check_start(len(doc.seats))
+            setup = await game.setup(self.engine, doc, now)
             doc.state.CopyFrom(setup.state)
             doc.phase = pb.ROOM_PHASE_PLAYING
             doc.started_at_ms = now

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import ServiceError
-from ninetynine.engine.v1 import engine_service_pb2, game_pb2, state_pb2
-from ninetynine.session import rooms
+from ninetynine.engine.v1 import engine_service_pb2, game_pb2
+from ninetynine.session import games, rooms
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
 from ninetynine.session.roomcache import NoChange, RoomCache, Step
@@ -28,7 +28,7 @@ def advance(
 ) -> None:
     """Record one move (how it was made) in the room document the engine wrote its new state into."""
     doc.moves.add(player_id=player_id, action=action, source=source, at_ms=now)
-    if doc.state.phase == state_pb2.PHASE_FINISHED:
+    if games.of(doc).finished(doc):
         doc.phase = pb.ROOM_PHASE_FINISHED
 
 
@@ -50,8 +50,7 @@ class Plays:
         refuses it with VIEW_OUTDATED once the game has moved past that view."""
         if client_seq < 1:
             raise session_error("INVALID_CLIENT_SEQ")
-        if not action.card_id:
-            raise session_error("INVALID_ACTION")
+        games.check_any_action(action)
         room_id = rooms.token_room(token)
         refusal: list[ServiceError] = []  # the refusal the committed step recorded
 
@@ -76,6 +75,7 @@ class Plays:
                 )
             if client_seq < seat.last_client_seq:
                 raise session_error("STALE", clientSeq=client_seq, lastClientSeq=seat.last_client_seq)
+            games.of(doc).check_action(action)
             try:
                 applied = await self._judge(room_id, doc, caller.player_id, action, expected_move_seq, now)
             except ServiceError as err:
@@ -93,7 +93,7 @@ class Plays:
             seat.consecutive_timeouts = 0
             seat.last_client_seq = client_seq
             seat.last_outcome_seq = doc.last_seq + len(out.events)
-            seat.last_outcome_total = doc.state.total
+            seat.last_outcome_total = games.of(doc).outcome_total(doc)
             seat.ClearField("last_refusal")
             return out
 
@@ -124,6 +124,7 @@ class Plays:
             raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
         # After the client_seq checks, so a resent play still gets its first outcome: a play
         # chosen for an older situation must not land at today's total just because it is legal.
-        if expected_move_seq is not None and expected_move_seq != doc.state.seq:
-            raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=doc.state.seq)
+        current = games.of(doc).state_seq(doc)
+        if expected_move_seq is not None and expected_move_seq != current:
+            raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=current)
         return await self.engine.apply(doc, self.cache.wire_at(room_id, doc.state), player_id, action, now)

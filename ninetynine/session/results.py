@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from ninetynine.engine.convert import result_into
-from ninetynine.engine.errors import from_rule_error
-from ninetynine.engine.rules import RuleError, check_replayable, game_result
-from ninetynine.session import rulebook
+from ninetynine.session import games
 from ninetynine.session.errors import session_error
 from ninetynine.session.roomcache import Loaded, RoomCache
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -26,30 +23,22 @@ class Results:
 
     async def get_result(self, room_id: str) -> pb.GetResultResponse:
         loaded = await self._finished(room_id)
-        game = loaded.game_state()
-        response = pb.GetResultResponse(seed=game.seed, seed_commitment=game.seed_commitment)
-        result_into(game_result(game).to_dict(), response.result)
+        state = loaded.doc.state
+        response = pb.GetResultResponse(seed=state.seed, seed_commitment=state.seed_commitment)
+        games.of(loaded.doc).result_into(loaded.game_state(), response)
         return response
 
     async def get_replay(self, room_id: str) -> pb.GetReplayResponse:
         loaded = await self._finished(room_id)
-        game = loaded.game_state()
-        try:
-            check_replayable(game)
-        except RuleError as err:
-            raise from_rule_error(err) from None
         doc = loaded.doc
-        response = pb.GetReplayResponse(
-            player_ids=list(game.seats),
-            options=doc.options,
-            seed=game.seed,
-            seed_commitment=game.seed_commitment,
-            moves=list(doc.moves),
-            display_names={s.player_id: s.name for s in doc.seats},
-            started_at_ms=doc.started_at_ms,
-        )
-        if rulebook.plays_rules(doc.rules, doc.overrides):
-            response.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
+        game = games.of(doc)
+        response = pb.GetReplayResponse()
+        game.replay_into(doc, loaded.game_state(), response)
+        response.seed = doc.state.seed
+        response.seed_commitment = doc.state.seed_commitment
+        response.moves.extend(doc.moves)
+        response.display_names.update({s.player_id: s.name for s in doc.seats})
+        response.started_at_ms = doc.started_at_ms
         after = 0
         while True:
             batch = await self.cache.store_call("read", self.store.read_events(room_id, after, 1000))
@@ -57,5 +46,5 @@ class Results:
                 break
             response.events.extend(pb.RoomEvent.FromString(e.payload) for e in batch)
             after = batch[-1].seq
-        result_into(game_result(game).to_dict(), response.result)
+        game.result_into(loaded.game_state(), response)
         return response

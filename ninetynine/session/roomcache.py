@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ninetynine.common.logging import get_logger
 from ninetynine.common.wire import field_payload
-from ninetynine.engine.convert import state_from_proto
-from ninetynine.engine.rules import GameState
 from ninetynine.engine.v1 import events_pb2, state_pb2
-from ninetynine.session import rooms, rulebook
+from ninetynine.session import games, rooms
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.store.base import (
@@ -71,8 +69,8 @@ def phase_name(doc: doc_pb.RoomDocument) -> str:
 
 
 def mode_of(doc: doc_pb.RoomDocument) -> str:
-    """The rule set the room plays: its preset, else the mode of its options."""
-    return doc.rules or rulebook.mode_name(doc.options)
+    """The rule set the room plays, as its game's entry names it (the store's and metrics' label)."""
+    return games.of(doc).mode(doc)
 
 
 @dataclass(slots=True)
@@ -83,12 +81,13 @@ class Loaded:
     doc: doc_pb.RoomDocument
     # The game state decoded from ``doc.state``, on first use (views, the bot's move, results), and
     # handed on to the next version while the game does not move: decoded once per move.
-    game: GameState | None = None
+    game: object | None = None
     spectators: frozenset[bytes] | None = None  # the spectators' token hashes, built on first use
 
-    def game_state(self) -> GameState:
+    def game_state(self) -> object:
+        """The decoded game, which only the room's entry of :mod:`ninetynine.session.games` reads."""
         if self.game is None:
-            self.game = state_from_proto(self.doc.state, validate=False)
+            self.game = games.of(self.doc).decode(self.doc)
         return self.game
 
     def state_wire(self) -> bytes | None:
@@ -226,12 +225,12 @@ class RoomCache:
         self.remember(loaded)
         return loaded
 
-    def game_at(self, room_id: str, state: state_pb2.State) -> GameState:
-        """The decoded game of ``room_id`` at ``state``: the cached room's when it holds that state."""
+    def game_at(self, room_id: str, doc: doc_pb.RoomDocument) -> object:
+        """The decoded game of ``doc`` (a step's copy of the room), the cached room's if it is that state."""
         cached = self.cached(room_id)
-        if cached is not None and cached.doc.HasField("state") and cached.doc.state.seq == state.seq:
+        if cached is not None and cached.doc.HasField("state") and cached.doc.state.seq == doc.state.seq:
             return cached.game_state()
-        return state_from_proto(state, validate=False)
+        return games.of(doc).decode(doc)
 
     def wire_at(self, room_id: str, state: state_pb2.State) -> bytes | None:
         """The committed bytes of ``state`` (a step's copy of the cached room's), so that it goes to the
@@ -291,7 +290,7 @@ class RoomCache:
                 # The fan-out clock starts before the commit: a subscriber may see the events
                 # before this coroutine runs again (on Redis, the tail is another connection).
                 fanout_key = (room_id, doc.last_seq)
-                is_move = bool(step.source and doc.state.seq)
+                is_move = bool(step.source and games.of(doc).state_seq(doc))
                 if is_move:
                     self._start_fanout_clock(fanout_key, received, mode_of(doc), step.source)
                 try:
@@ -350,6 +349,9 @@ class RoomCache:
 
     def _count_outcomes(self, doc: doc_pb.RoomDocument, step: Step) -> None:
         mode = mode_of(doc)
-        for event, _, _ in step.events:
-            if event.HasField("game") and event.game.HasField("eliminated"):
+
+        def count(outcome: str) -> None:
+            if outcome == "eliminated":
                 self.metrics.eliminations.labels(mode).inc()
+
+        games.of(doc).count_outcomes((event for event, _, _ in step.events), count)

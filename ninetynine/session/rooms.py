@@ -17,7 +17,7 @@ import grpc
 
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.v1 import game_pb2
-from ninetynine.session import rulebook
+from ninetynine.session import games
 from ninetynine.session.errors import session_error
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 from ninetynine.session.v1 import session_service_pb2 as pb
@@ -170,13 +170,14 @@ def new_room(
     now_ms: int,
     rules: str = "",
     overrides: Mapping[str, str] | None = None,
+    game: str = "",
 ) -> tuple[doc_pb.RoomDocument, str]:
     """A room in the lobby with its host seated; returns the document and the host's token.
 
     ``rules`` and ``overrides`` are stored as given: the engine has accepted them (CreateRoom).
+    ``game`` is the registry's kind (empty: the adding game), which bounds the seats.
     """
-    if not 2 <= max_seats <= 10:
-        raise session_error("INVALID_SEATS", maxSeats=max_seats)
+    games.entry(game).check_seats(max_seats)
     doc = doc_pb.RoomDocument(
         room_id=room_id,
         phase=pb.ROOM_PHASE_LOBBY,
@@ -186,6 +187,7 @@ def new_room(
         next_player_number=1,
         rules=rules,
         overrides=overrides,
+        game="" if game == games.ADDING else game,
     )
     player_id, token = add_seat(doc, host_name, bot=False)
     doc.host_player_id = player_id
@@ -291,6 +293,5 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         last_seq=doc.last_seq,
         deadline_ms=doc.deadline_ms if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
     )
-    if rulebook.plays_rules(doc.rules, doc.overrides):
-        room.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
+    games.of(doc).room_into(doc, room)
     return room

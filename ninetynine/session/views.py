@@ -12,17 +12,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from google.protobuf.message import Message
+
 from ninetynine.common.errors import Lang
 from ninetynine.common.wire import length_delimited
-from ninetynine.engine.convert import private_view_into, public_view_into
-from ninetynine.engine.rules import private_view, public_view
-from ninetynine.engine.v1 import view_pb2
-from ninetynine.session import rooms
+from ninetynine.session import games, rooms
 from ninetynine.session.roomcache import Loaded, RoomCache
 from ninetynine.session.store.base import StoredEvent
 from ninetynine.session.v1 import session_service_pb2 as pb
 
-_UPDATE_VIEW = pb.ViewUpdate.DESCRIPTOR.fields_by_name["view"].number
+_UPDATE_FIELDS = pb.ViewUpdate.DESCRIPTOR.fields_by_name
 
 ViewKey = tuple[str, int, str | None, Lang]
 
@@ -48,7 +47,7 @@ class Shared:
 
     room: pb.Room
     head: bytes = b""
-    public: view_pb2.GameView | None = None
+    public: Message | None = None
     public_bytes: bytes = b""
 
 
@@ -80,26 +79,19 @@ class Views:
         """:meth:`_shared_parts` with ``public`` built (left None when no game was ever started)."""
         shared = self._shared_parts(loaded)
         if shared.public is None and loaded.doc.HasField("state"):
-            game = loaded.game_state()
-            public = view_pb2.GameView()
-            public_view_into(public_view(game), game.options, public)
-            if loaded.doc.deadline_ms:
-                # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
-                public.deadline_ms = loaded.doc.deadline_ms
+            public = games.of(loaded.doc).public_view(loaded.game_state(), loaded.doc.deadline_ms)
             shared.public, shared.public_bytes = public, public.SerializeToString()
         return shared
 
-    def _private_view(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView:
-        game = loaded.game_state()
-        out = view_pb2.GameView()
-        private_view_into(private_view(game, viewer), game.options, out, lang, game.rules)
-        return out
+    def _private_view(self, loaded: Loaded, viewer: str | None, lang: Lang) -> Message:
+        return games.of(loaded.doc).private_view(loaded.game_state(), viewer, lang)
 
-    def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> view_pb2.GameView | None:
+    def view_of(self, loaded: Loaded, viewer: str | None, lang: Lang) -> Message | None:
+        """The whole view of ``viewer`` (the game's view message; None before the game starts)."""
         public = self._public_view(loaded).public
         if public is None:
             return None
-        out = view_pb2.GameView()
+        out = type(public)()
         out.CopyFrom(public)
         out.MergeFrom(self._private_view(loaded, viewer, lang))
         return out
@@ -112,7 +104,7 @@ class Views:
         )
         view = self.view_of(loaded, caller.player_id, lang)
         if view is not None:
-            response.view.CopyFrom(view)
+            getattr(response, games.of(loaded.doc).view_field).CopyFrom(view)
         return response
 
     def filtered(self, stored: StoredEvent, viewer: str | None) -> pb.RoomEvent:
@@ -151,7 +143,7 @@ class Views:
         update = pb.ViewUpdate(seq=loaded.doc.last_seq, room=self._shared_parts(loaded).room)
         view = self.view_of(loaded, viewer, lang)
         if view is not None:
-            update.view.CopyFrom(view)
+            getattr(update, games.of(loaded.doc).view_field).CopyFrom(view)
         message = self._views[key] = pb.SubscribeResponse(view=update)
         while len(self._views) > self._size:
             self._views.popitem(last=False)
@@ -185,7 +177,8 @@ class Views:
             encoded = shared.head
             if shared.public is not None:
                 private = self._private_view(loaded, viewer, lang).SerializeToString()
-                encoded += length_delimited(_UPDATE_VIEW, shared.public_bytes + private)
+                number = _UPDATE_FIELDS[games.of(loaded.doc).view_field].number
+                encoded += length_delimited(number, shared.public_bytes + private)
             self._view_bytes[key] = encoded
             while len(self._view_bytes) > self._size:
                 self._view_bytes.popitem(last=False)

@@ -246,6 +246,8 @@ class RoomDocument(_message.Message):
     REMATCH_OF_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     OVERRIDES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    DEADLINE_PLAYER_ID_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     phase: _session_service_pb2.RoomPhase.ValueType
     max_seats: _builtins.int
@@ -267,6 +269,14 @@ class RoomDocument(_message.Message):
     rules: _builtins.str
     """The preset the room plays (empty: the mode of `options`) and its house rules, as given at
     CreateRoom; a rematch keeps them.
+    """
+    game: _builtins.str
+    """The kind of game the room hosts, a key of the session's game registry
+    (ninetynine/session/games.py); empty in documents written before it: the adding game.
+    """
+    deadline_player_id: _builtins.str
+    """Whose decision the pending deadline is for (several players may owe one at once); empty in
+    documents written before it: the game's first pending player.
     """
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
@@ -313,10 +323,12 @@ class RoomDocument(_message.Message):
         rematch_of: _builtins.str = ...,
         rules: _builtins.str = ...,
         overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        game: _builtins.str = ...,
+        deadline_player_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_state_seq", b"deadline_state_seq", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "overrides", b"overrides", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_player_id", b"deadline_player_id", "deadline_state_seq", b"deadline_state_seq", "game", b"game", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "overrides", b"overrides", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,307 @@
+"""The game registry: everything the session knows about the games it hosts, one entry per kind.
+
+Rooms, seats, deadlines, reconnects, replays and views are the same for every game; what differs
+(the seats a game takes, how its options and rules are checked at CreateRoom, who owes a decision
+now and for how long, the bot's move, the views, the result) is asked of the room's entry,
+found by :func:`of` from the kind stored in the room document. Nothing else in the session
+imports a game's rules.
+
+An entry works on the room document (``doc.state`` holds the engine's state of the room's game)
+and on the decoded game (:meth:`Game.decode`, decoded once per room version by
+:class:`~ninetynine.session.roomcache.Loaded`), which only the entry looks into.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from google.protobuf.message import Message
+
+from ninetynine.common.errors import Lang
+from ninetynine.engine.convert import (
+    action_to_proto,
+    options_from_proto,
+    private_view_into,
+    public_view_into,
+    result_into,
+    state_from_proto,
+)
+from ninetynine.engine.errors import from_rule_error
+from ninetynine.engine.rules import (
+    GameState,
+    RuleError,
+    check_replayable,
+    game_result,
+    private_view,
+    public_view,
+)
+from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
+from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
+from ninetynine.session import rulebook
+from ninetynine.session.bots import bot_action
+from ninetynine.session.enginecalls import EngineCalls
+from ninetynine.session.errors import session_error
+from ninetynine.session.v1 import room_document_pb2 as doc_pb
+from ninetynine.session.v1 import session_service_pb2 as pb
+
+# The kind of a room document written before the registry (no `game`): the adding game.
+ADDING = "adding"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision a player owes now: since when, and how many seconds a human has for it."""
+
+    player_id: str
+    started_at_ms: int
+    seconds: int
+
+
+NOBODY = Decision("", 0, 0)
+
+
+class Game(ABC):
+    """One game kind the session hosts."""
+
+    kind: str
+    # What clients and metrics call the game (the store's `mode` column, the rules label).
+    min_seats: int
+    max_seats: int
+
+    # -- CreateRoom and StartGame --------------------------------------------------------------
+
+    @abstractmethod
+    async def check_create(self, request: pb.CreateRoomRequest, engine: EngineCalls) -> None:
+        """Refuse options, rules and seats the game cannot be played with (the state untouched)."""
+
+    def check_seats(self, max_seats: int) -> None:
+        if not self.min_seats <= max_seats <= self.max_seats:
+            raise session_error("INVALID_SEATS", maxSeats=max_seats)
+
+    async def setup(self, engine: EngineCalls, doc: doc_pb.RoomDocument, now: int) -> engine_pb.SetupResponse:
+        """A new game for the room's seats, its first decision starting ``now``."""
+        return await engine.setup(doc, now)
+
+    def check_start(self, seated: int) -> None:
+        """Refuse StartGame with too few seated (NOT_ENOUGH_PLAYERS)."""
+        if seated < self.min_seats:
+            raise session_error("NOT_ENOUGH_PLAYERS", seated=seated, needed=self.min_seats)
+
+    @abstractmethod
+    def mode(self, doc: doc_pb.RoomDocument) -> str:
+        """The rule set's name: the store's listing column and the metrics' label."""
+
+    def room_into(self, doc: doc_pb.RoomDocument, room: pb.Room) -> None:
+        """Add the game's part of the public room (its rules)."""
+        return None  # nothing, unless the game says otherwise
+
+    # -- the game in play ----------------------------------------------------------------------
+
+    @abstractmethod
+    def decode(self, doc: doc_pb.RoomDocument) -> object:
+        """The room's game state, decoded (kept by the room cache for one version)."""
+
+    def state_seq(self, doc: doc_pb.RoomDocument) -> int:
+        """The game's move counter (views and deadlines are checked against it)."""
+        return doc.state.seq
+
+    async def timeout(
+        self, engine: EngineCalls, doc: doc_pb.RoomDocument, wire: bytes | None, player_id: str, now: int
+    ) -> engine_pb.TimeoutResponse:
+        """The engine's automatic move for ``player_id``, whose deadline passed."""
+        return await engine.timeout(doc, wire, now)
+
+    @abstractmethod
+    def finished(self, doc: doc_pb.RoomDocument) -> bool:
+        """Whether the game in ``doc.state`` is over."""
+
+    @abstractmethod
+    def decisions(self, doc: doc_pb.RoomDocument) -> Sequence[Decision]:
+        """Who owes a decision now (several at once where the game says so), and for how long."""
+
+    def owes(self, doc: doc_pb.RoomDocument, player_id: str) -> bool:
+        return any(d.player_id == player_id for d in self.decisions(doc))
+
+    def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
+        """Write the room's deadline into the events that announce the decision it is for."""
+        return None  # nothing, unless the game says otherwise
+
+    @abstractmethod
+    def takes(self, action: game_pb2.Action) -> bool:
+        """Whether ``action`` has the shape of one of the game's actions (the rules judge the rest)."""
+
+    def check_action(self, action: game_pb2.Action) -> None:
+        """Refuse an action of no shape of this game's (INVALID_ACTION)."""
+        if not self.takes(action):
+            raise session_error("INVALID_ACTION")
+
+    def outcome_total(self, doc: doc_pb.RoomDocument) -> int:
+        """The number a play's answer carries (the adding game's running total)."""
+        return 0
+
+    @abstractmethod
+    def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
+        """The bot's move for ``player_id`` in the decoded ``game``."""
+
+    # -- views and results ---------------------------------------------------------------------
+
+    @abstractmethod
+    def public_view(self, game: object, deadline_ms: int) -> Message:
+        """The part of the view every viewer gets alike."""
+
+    @abstractmethod
+    def private_view(self, game: object, viewer: str | None, lang: Lang) -> Message:
+        """What ``viewer`` gets on top of the public part (disjoint fields of the same message)."""
+
+    @property
+    @abstractmethod
+    def view_field(self) -> str:
+        """The field of ``ViewUpdate`` and ``GetViewResponse`` the game's view goes in."""
+
+    @abstractmethod
+    def result_into(self, game: object, out: pb.GetResultResponse | pb.GetReplayResponse) -> None:
+        """The finished game's result into the response."""
+
+    @abstractmethod
+    def replay_into(self, doc: doc_pb.RoomDocument, game: object, out: pb.GetReplayResponse) -> None:
+        """What a replay carries besides the moves and events (refused when it cannot be replayed)."""
+
+    def count_outcomes(self, events: Iterable[pb.RoomEvent], count: Callable[[str], None]) -> None:
+        """Call ``count`` with the name of each outcome the metrics count among ``events``."""
+        return None  # nothing, unless the game says otherwise
+
+
+DEFAULT_TURN_SECONDS = 15
+
+
+def turn_seconds(doc: doc_pb.RoomDocument) -> int:
+    """The adding game's turn: the room's option, else the default."""
+    return doc.options.turn_seconds if doc.options.HasField("turn_seconds") else DEFAULT_TURN_SECONDS
+
+
+class Adding(Game):
+    """The adding game of the spec (every rule set of the rules library)."""
+
+    kind = ADDING
+    min_seats = 2
+    max_seats = 10
+
+    async def check_create(self, request: pb.CreateRoomRequest, engine: EngineCalls) -> None:
+        self.check_seats(request.max_seats)
+        try:
+            options_from_proto(request.options)
+        except RuleError as err:
+            raise from_rule_error(err) from None
+        if rulebook.plays_rules(request.rules, request.overrides):
+            rulebook.bound_overrides(request.overrides)
+            await engine.check_rules(request.rules, request.overrides, request.options)
+            chosen = rulebook.room_rules(request.rules, request.overrides, request.options)
+            rulebook.check_seats(chosen, request.max_seats)
+
+    def mode(self, doc: doc_pb.RoomDocument) -> str:
+        return doc.rules or rulebook.mode_name(doc.options)
+
+    def room_into(self, doc: doc_pb.RoomDocument, room: pb.Room) -> None:
+        if rulebook.plays_rules(doc.rules, doc.overrides):
+            room.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
+
+    def decode(self, doc: doc_pb.RoomDocument) -> GameState:
+        return state_from_proto(doc.state, validate=False)
+
+    def finished(self, doc: doc_pb.RoomDocument) -> bool:
+        return doc.state.phase == state_pb2.PHASE_FINISHED
+
+    def decisions(self, doc: doc_pb.RoomDocument) -> Sequence[Decision]:
+        state = doc.state
+        if state.phase == state_pb2.PHASE_FINISHED or not state.current:
+            return ()
+        return (Decision(state.current, state.turn_started_at_ms, turn_seconds(doc)),)
+
+    def owes(self, doc: doc_pb.RoomDocument, player_id: str) -> bool:
+        return doc.state.current == player_id
+
+    def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
+        # The rules' event carries the plain turn_seconds deadline; the one the scheduler fires
+        # at (a bot's pace, the 3 s rule, the time scale) is the document's, which views carry too.
+        for event in events:
+            if event.HasField("game") and event.game.HasField("turn_started"):
+                turn = event.game.turn_started
+                if turn.player_id == doc.state.current:
+                    turn.deadline_ms = doc.deadline_ms
+
+    def takes(self, action: game_pb2.Action) -> bool:
+        return bool(action.card_id)
+
+    def outcome_total(self, doc: doc_pb.RoomDocument) -> int:
+        return doc.state.total
+
+    def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
+        return action_to_proto(bot_action(cast(GameState, game)))
+
+    def public_view(self, game: object, deadline_ms: int) -> view_pb2.GameView:
+        state = cast(GameState, game)
+        public = view_pb2.GameView()
+        public_view_into(public_view(state), state.options, public)
+        if deadline_ms:
+            # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
+            public.deadline_ms = deadline_ms
+        return public
+
+    def private_view(self, game: object, viewer: str | None, lang: Lang) -> view_pb2.GameView:
+        state = cast(GameState, game)
+        out = view_pb2.GameView()
+        private_view_into(private_view(state, viewer), state.options, out, lang, state.rules)
+        return out
+
+    @property
+    def view_field(self) -> str:
+        return "view"
+
+    def result_into(self, game: object, out: pb.GetResultResponse | pb.GetReplayResponse) -> None:
+        result_into(game_result(cast(GameState, game)).to_dict(), out.result)
+
+    def replay_into(self, doc: doc_pb.RoomDocument, game: object, out: pb.GetReplayResponse) -> None:
+        state = cast(GameState, game)
+        try:
+            check_replayable(state)
+        except RuleError as err:
+            raise from_rule_error(err) from None
+        out.player_ids.extend(state.seats)
+        out.options.CopyFrom(doc.options)
+        if rulebook.plays_rules(doc.rules, doc.overrides):
+            out.rules.CopyFrom(rulebook.room_rules(doc.rules, doc.overrides, doc.options))
+
+    def count_outcomes(self, events: Iterable[pb.RoomEvent], count: Callable[[str], None]) -> None:
+        for event in events:
+            if event.HasField("game") and event.game.HasField("eliminated"):
+                count("eliminated")
+
+
+REGISTRY: Mapping[str, Game] = {ADDING: Adding()}
+
+
+def kind_of(doc: doc_pb.RoomDocument) -> str:
+    """The kind of game ``doc`` hosts (documents from before the registry host the adding game)."""
+    return doc.game or ADDING
+
+
+def of(doc: doc_pb.RoomDocument) -> Game:
+    """The registry's entry for the game ``doc`` hosts."""
+    return REGISTRY[kind_of(doc)]
+
+
+def entry(kind: str) -> Game:
+    """The entry for ``kind`` (empty: the adding game); UNKNOWN_GAME for a kind not hosted here."""
+    found = REGISTRY.get(kind or ADDING)
+    if found is None:
+        raise session_error("UNKNOWN_GAME", game=kind[:32])
+    return found
+
+
+def check_any_action(action: game_pb2.Action) -> None:
+    """Refuse, before the room is read, an action no hosted game takes (INVALID_ACTION)."""
+    if not any(game.takes(action) for game in REGISTRY.values()):
+        raise session_error("INVALID_ACTION")
