@@ -294,6 +294,14 @@ class Codec:
         missing = json.loads(options.missing_json) if options.missing_json else None
         has_missing = bool(options.missing_json)
         value_of = self._value_decoder(field)
+        if field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated and options.inline:
+
+            def decode_inline(raw: Mapping[str, Any], out: Any) -> None:
+                sub = getattr(out, name)
+                sub.SetInParent()
+                self.decoder(_sub(field))(raw, sub)
+
+            return decode_inline
         if field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated:
             parser = self._parsers.get(_sub(field).full_name)
 
@@ -304,6 +312,8 @@ class Codec:
                     value = missing
                 else:
                     return
+                if value is None:  # null: left unset
+                    return
                 if parser is not None:
                     getattr(out, name).CopyFrom(parser(value))
                 else:
@@ -312,7 +322,7 @@ class Codec:
                     self.decoder(_sub(field))(value, sub)
 
             return decode_message
-        if field.is_repeated and _sub(field).GetOptions().map_entry:
+        if field.is_repeated and field.message_type is not None and field.message_type.GetOptions().map_entry:
             value_field = _sub(field).fields_by_name["value"]
             if value_field.type == FieldDescriptor.TYPE_MESSAGE:
                 raise NotImplementedError(f"{field.full_name}: maps of messages are not decoded")
@@ -322,24 +332,38 @@ class Codec:
                 getattr(out, name).update({k: entry_value(v) for k, v in raw.get(key, {}).items()})
 
             return decode_map
+        if field.is_repeated and options.as_map:
+            key_field, pair_field = _sub(field).fields[:2]
+            pair_key = self._value_decoder(key_field)
+            pair_value = self._value_decoder(pair_field)
+
+            def decode_pairs(raw: Mapping[str, Any], out: Any) -> None:
+                entries = getattr(out, name)
+                for k, v in (raw.get(key) or {}).items():
+                    entry = entries.add()
+                    setattr(entry, key_field.name, pair_key(k))
+                    setattr(entry, pair_field.name, pair_value(v))
+
+            return decode_pairs
         if field.is_repeated and field.type == FieldDescriptor.TYPE_MESSAGE:
 
             def decode_messages(raw: Mapping[str, Any], out: Any) -> None:
-                for value in raw.get(key, ()):
+                for value in raw.get(key) or ():
                     self.decoder(_sub(field))(value, getattr(out, name).add())
 
             return decode_messages
         if field.is_repeated:
 
             def decode_repeated(raw: Mapping[str, Any], out: Any) -> None:
-                if key in raw:
+                if raw.get(key) is not None:
                     getattr(out, name).extend(value_of(v) for v in raw[key])
 
             return decode_repeated
 
         def decode_scalar(raw: Mapping[str, Any], out: Any) -> None:
             if key in raw:
-                setattr(out, name, value_of(raw[key]))
+                if raw[key] is not None:  # null: left unset
+                    setattr(out, name, value_of(raw[key]))
             elif has_missing:
                 setattr(out, name, value_of(missing))
 

@@ -94,7 +94,7 @@ def setup(
     )
     events = [
         Event(
-            "gameStarted",
+            "trickGameStarted",
             {
                 "game": "trick",
                 "options": options.to_mapping(),
@@ -145,7 +145,9 @@ def _start_deal(s: TrickState, pile: list[str], events: list[Event], now_ms: int
     )
     for p in order:
         cards = [card(c).to_dict() for c in s.hands[p]]
-        events.append(Event("handDealt", {"player": p, "deal": s.deal, "cards": cards}, Audience.ONLY, p))
+        events.append(
+            Event("trickHandDealt", {"player": p, "deal": s.deal, "cards": cards}, Audience.ONLY, p)
+        )
     events.append(
         Event(
             "biddingStarted",
@@ -281,7 +283,10 @@ def _turn(s: TrickState, player: str, decision: str, events: list[Event], now_ms
     s.current = player
     s.decision_started_at = now_ms
     events.append(
-        Event("turnStarted", {"player": player, "decision": decision, "deadline": deadline(s), "seq": s.seq})
+        Event(
+            "trickTurnStarted",
+            {"player": player, "decision": decision, "deadline": deadline(s), "seq": s.seq},
+        )
     )
 
 
@@ -340,7 +345,7 @@ def _play(s: TrickState, player: str, card_id: str, events: list[Event], now_ms:
     s.trick.append((player, card_id))
     events.append(
         Event(
-            "cardPlayed",
+            "trickCardPlayed",
             {"player": player, "card": card(card_id).to_dict(), "trick": s.trick_no, "seq": s.seq},
         )
     )
@@ -429,7 +434,7 @@ def _score_deal(s: TrickState, events: list[Event], now_ms: int) -> None:
         s.phase = TrickPhase.FINISHED
         s.current = None
         s.winners = winners
-        events.append(Event("gameFinished", {**game_result(s).to_dict(), "seed": str(s.seed)}))
+        events.append(Event("trickGameFinished", {**game_result(s).to_dict(), "seed": str(s.seed)}))
         return
     rng = Rng(s.rng)
     pile = [c.id for c in deck()]

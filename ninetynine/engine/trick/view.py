@@ -67,10 +67,11 @@ def public_view(s: TrickState) -> dict[str, Any]:
 
 
 def private_view(s: TrickState, viewer: str | None) -> dict[str, Any]:
-    """What :func:`player_view` adds for ``viewer``; only ``viewer`` for a spectator."""
-    view: dict[str, Any] = {"viewer": viewer}
+    """What :func:`player_view` adds for ``viewer``; ``{"viewer": None}`` for a spectator or
+    anyone not seated (they see what a spectator sees)."""
     if viewer is None or viewer not in s.hands:
-        return view
+        return {"viewer": None}
+    view: dict[str, Any] = {"viewer": viewer}
     my_turn = viewer in pending(s)
     playing = s.phase is TrickPhase.PLAYING and my_turn
     hand = []

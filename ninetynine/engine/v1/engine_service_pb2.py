@@ -26,10 +26,11 @@ from ninetynine.engine.v1 import events_pb2 as ninetynine_dot_engine_dot_v1_dot_
 from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_game__pb2
 from ninetynine.engine.v1 import rules_pb2 as ninetynine_dot_engine_dot_v1_dot_rules__pb2
 from ninetynine.engine.v1 import state_pb2 as ninetynine_dot_engine_dot_v1_dot_state__pb2
+from ninetynine.engine.v1 import trick_pb2 as ninetynine_dot_engine_dot_v1_dot_trick__pb2
 from ninetynine.engine.v1 import view_pb2 as ninetynine_dot_engine_dot_v1_dot_view__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)ninetynine/engine/v1/engine_service.proto\x12\x14ninetynine.engine.v1\x1a!ninetynine/engine/v1/events.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/rules.proto\x1a ninetynine/engine/v1/state.proto\x1a\x1fninetynine/engine/v1/view.proto\"\x87\x03\n\x0cSetupRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12K\n\rdisplay_names\x18\x04 \x03(\x0b\x32\x34.ninetynine.engine.v1.SetupRequest.DisplayNamesEntry\x12\x0e\n\x06now_ms\x18\x05 \x01(\x03\x12\r\n\x05rules\x18\x06 \x01(\t\x12\x44\n\toverrides\x18\x07 \x03(\x0b\x32\x31.ninetynine.engine.v1.SetupRequest.OverridesEntry\x1a\x33\n\x11\x44isplayNamesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x07\n\x05_seed\"\x81\x01\n\rSetupResponse\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"\xb7\x01\n\x0c\x41pplyRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12,\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x19\n\x0c\x65xpected_seq\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x0e\n\x06now_ms\x18\x05 \x01(\x03\x42\x0f\n\r_expected_seq\"h\n\rApplyResponse\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event\"L\n\x0bViewRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x11\n\tviewer_id\x18\x02 \x01(\t\"<\n\x0cViewResponse\x12,\n\x04view\x18\x01 \x01(\x0b\x32\x1e.ninetynine.engine.v1.GameView\"x\n\x0eTimeoutRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x0e\n\x06now_ms\x18\x02 \x01(\x03\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_expected_seq\"\xab\x01\n\x0fTimeoutResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12,\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12*\n\x05state\x18\x03 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event2\xb8\x03\n\rEngineService\x12P\n\x05Setup\x12\".ninetynine.engine.v1.SetupRequest\x1a#.ninetynine.engine.v1.SetupResponse\x12P\n\x05\x41pply\x12\".ninetynine.engine.v1.ApplyRequest\x1a#.ninetynine.engine.v1.ApplyResponse\x12M\n\x04View\x12!.ninetynine.engine.v1.ViewRequest\x1a\".ninetynine.engine.v1.ViewResponse\x12V\n\x07Timeout\x12$.ninetynine.engine.v1.TimeoutRequest\x1a%.ninetynine.engine.v1.TimeoutResponse\x12\\\n\tListRules\x12&.ninetynine.engine.v1.ListRulesRequest\x1a\'.ninetynine.engine.v1.ListRulesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)ninetynine/engine/v1/engine_service.proto\x12\x14ninetynine.engine.v1\x1a!ninetynine/engine/v1/events.proto\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/rules.proto\x1a ninetynine/engine/v1/state.proto\x1a ninetynine/engine/v1/trick.proto\x1a\x1fninetynine/engine/v1/view.proto\"\xd0\x03\n\x0cSetupRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12K\n\rdisplay_names\x18\x04 \x03(\x0b\x32\x34.ninetynine.engine.v1.SetupRequest.DisplayNamesEntry\x12\x0e\n\x06now_ms\x18\x05 \x01(\x03\x12\r\n\x05rules\x18\x06 \x01(\t\x12\x44\n\toverrides\x18\x07 \x03(\x0b\x32\x31.ninetynine.engine.v1.SetupRequest.OverridesEntry\x12\x0c\n\x04game\x18\x08 \x01(\t\x12\x39\n\rtrick_options\x18\t \x01(\x0b\x32\".ninetynine.engine.v1.TrickOptions\x1a\x33\n\x11\x44isplayNamesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x07\n\x05_seed\"\x81\x01\n\rSetupResponse\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"\xb7\x01\n\x0c\x41pplyRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12,\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12\x19\n\x0c\x65xpected_seq\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x0e\n\x06now_ms\x18\x05 \x01(\x03\x42\x0f\n\r_expected_seq\"h\n\rApplyResponse\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event\"L\n\x0bViewRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x11\n\tviewer_id\x18\x02 \x01(\t\"l\n\x0cViewResponse\x12,\n\x04view\x18\x01 \x01(\x0b\x32\x1e.ninetynine.engine.v1.GameView\x12.\n\x05trick\x18\x02 \x01(\x0b\x32\x1f.ninetynine.engine.v1.TrickView\"x\n\x0eTimeoutRequest\x12*\n\x05state\x18\x01 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x0e\n\x06now_ms\x18\x02 \x01(\x03\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x0f\n\r_expected_seq\"\xe1\x01\n\x0fTimeoutResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12,\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1c.ninetynine.engine.v1.Action\x12*\n\x05state\x18\x03 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12+\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x1b.ninetynine.engine.v1.Event\x12\x34\n\x0btrick_moves\x18\x05 \x03(\x0b\x32\x1f.ninetynine.engine.v1.TrickMove2\xb8\x03\n\rEngineService\x12P\n\x05Setup\x12\".ninetynine.engine.v1.SetupRequest\x1a#.ninetynine.engine.v1.SetupResponse\x12P\n\x05\x41pply\x12\".ninetynine.engine.v1.ApplyRequest\x1a#.ninetynine.engine.v1.ApplyResponse\x12M\n\x04View\x12!.ninetynine.engine.v1.ViewRequest\x1a\".ninetynine.engine.v1.ViewResponse\x12V\n\x07Timeout\x12$.ninetynine.engine.v1.TimeoutRequest\x1a%.ninetynine.engine.v1.TimeoutResponse\x12\\\n\tListRules\x12&.ninetynine.engine.v1.ListRulesRequest\x1a\'.ninetynine.engine.v1.ListRulesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,26 +41,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SETUPREQUEST_DISPLAYNAMESENTRY']._serialized_options = b'8\001'
   _globals['_SETUPREQUEST_OVERRIDESENTRY']._loaded_options = None
   _globals['_SETUPREQUEST_OVERRIDESENTRY']._serialized_options = b'8\001'
-  _globals['_SETUPREQUEST']._serialized_start=237
-  _globals['_SETUPREQUEST']._serialized_end=628
-  _globals['_SETUPREQUEST_DISPLAYNAMESENTRY']._serialized_start=518
-  _globals['_SETUPREQUEST_DISPLAYNAMESENTRY']._serialized_end=569
-  _globals['_SETUPREQUEST_OVERRIDESENTRY']._serialized_start=571
-  _globals['_SETUPREQUEST_OVERRIDESENTRY']._serialized_end=619
-  _globals['_SETUPRESPONSE']._serialized_start=631
-  _globals['_SETUPRESPONSE']._serialized_end=760
-  _globals['_APPLYREQUEST']._serialized_start=763
-  _globals['_APPLYREQUEST']._serialized_end=946
-  _globals['_APPLYRESPONSE']._serialized_start=948
-  _globals['_APPLYRESPONSE']._serialized_end=1052
-  _globals['_VIEWREQUEST']._serialized_start=1054
-  _globals['_VIEWREQUEST']._serialized_end=1130
-  _globals['_VIEWRESPONSE']._serialized_start=1132
-  _globals['_VIEWRESPONSE']._serialized_end=1192
-  _globals['_TIMEOUTREQUEST']._serialized_start=1194
-  _globals['_TIMEOUTREQUEST']._serialized_end=1314
-  _globals['_TIMEOUTRESPONSE']._serialized_start=1317
-  _globals['_TIMEOUTRESPONSE']._serialized_end=1488
-  _globals['_ENGINESERVICE']._serialized_start=1491
-  _globals['_ENGINESERVICE']._serialized_end=1931
+  _globals['_SETUPREQUEST']._serialized_start=271
+  _globals['_SETUPREQUEST']._serialized_end=735
+  _globals['_SETUPREQUEST_DISPLAYNAMESENTRY']._serialized_start=625
+  _globals['_SETUPREQUEST_DISPLAYNAMESENTRY']._serialized_end=676
+  _globals['_SETUPREQUEST_OVERRIDESENTRY']._serialized_start=678
+  _globals['_SETUPREQUEST_OVERRIDESENTRY']._serialized_end=726
+  _globals['_SETUPRESPONSE']._serialized_start=738
+  _globals['_SETUPRESPONSE']._serialized_end=867
+  _globals['_APPLYREQUEST']._serialized_start=870
+  _globals['_APPLYREQUEST']._serialized_end=1053
+  _globals['_APPLYRESPONSE']._serialized_start=1055
+  _globals['_APPLYRESPONSE']._serialized_end=1159
+  _globals['_VIEWREQUEST']._serialized_start=1161
+  _globals['_VIEWREQUEST']._serialized_end=1237
+  _globals['_VIEWRESPONSE']._serialized_start=1239
+  _globals['_VIEWRESPONSE']._serialized_end=1347
+  _globals['_TIMEOUTREQUEST']._serialized_start=1349
+  _globals['_TIMEOUTREQUEST']._serialized_end=1469
+  _globals['_TIMEOUTRESPONSE']._serialized_start=1472
+  _globals['_TIMEOUTRESPONSE']._serialized_end=1697
+  _globals['_ENGINESERVICE']._serialized_start=1700
+  _globals['_ENGINESERVICE']._serialized_end=2140
 # @@protoc_insertion_point(module_scope)

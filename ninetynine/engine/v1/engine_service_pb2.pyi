@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from ninetynine.engine.v1 import events_pb2 as _events_pb2
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
 from ninetynine.engine.v1 import state_pb2 as _state_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 from ninetynine.engine.v1 import view_pb2 as _view_pb2
 import builtins as _builtins
 import sys
@@ -75,6 +76,8 @@ class SetupRequest(_message.Message):
     NOW_MS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     OVERRIDES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     """RNG seed; unset = the engine draws a random one. Keep it secret until the end."""
     now_ms: _builtins.int
@@ -84,6 +87,11 @@ class SetupRequest(_message.Message):
     as before. "kr-product" and "classic" are that mode with `options`; any other preset ignores
     `options` and labels the game with the mode whose cards it uses (classic for French decks).
     Refused with UNKNOWN_RULES when no preset has this name.
+    """
+    game: _builtins.str
+    """The game kind: "" or "adding" = the adding game (everything above), "trick" = the
+    trick-taking "99" (exactly 3 player_ids; `trick_options`; `rules` empty or "trick";
+    `options` and `overrides` unset). Refused with UNKNOWN_GAME for any other name.
     """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -106,6 +114,10 @@ class SetupRequest(_message.Message):
         Refused with INVALID_OVERRIDE naming the key and value.
         """
 
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's options; unset fields mean the default."""
+
     def __init__(
         self,
         *,
@@ -116,10 +128,12 @@ class SetupRequest(_message.Message):
         now_ms: _builtins.int = ...,
         rules: _builtins.str = ...,
         overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "display_names", b"display_names", "now_ms", b"now_ms", "options", b"options", "overrides", b"overrides", "player_ids", b"player_ids", "rules", b"rules", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "display_names", b"display_names", "game", b"game", "now_ms", b"now_ms", "options", b"options", "overrides", b"overrides", "player_ids", b"player_ids", "rules", b"rules", "seed", b"seed", "trick_options", b"trick_options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
@@ -260,16 +274,24 @@ class ViewResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     VIEW_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def view(self) -> _view_pb2.GameView: ...
+    def view(self) -> _view_pb2.GameView:
+        """The adding game's view (unset for a trick match)."""
+
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickView:
+        """A trick match's view (State.trick set)."""
+
     def __init__(
         self,
         *,
         view: _view_pb2.GameView | None = ...,
+        trick: _trick_pb2.TrickView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["trick", b"trick", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["trick", b"trick", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -317,6 +339,7 @@ class TimeoutResponse(_message.Message):
     ACTION_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    TRICK_MOVES_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """The player who was moved for."""
     @_builtins.property
@@ -327,6 +350,12 @@ class TimeoutResponse(_message.Message):
     def state(self) -> _state_pb2.State: ...
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]: ...
+    @_builtins.property
+    def trick_moves(self) -> _containers.RepeatedCompositeFieldContainer[_trick_pb2.TrickMove]:
+        """Trick game: every move made, in order. While bidding, every player who has not bid shares
+        the deadline and is moved for at once; `player_id` and `action` are the first move.
+        """
+
     def __init__(
         self,
         *,
@@ -334,10 +363,11 @@ class TimeoutResponse(_message.Message):
         action: _game_pb2.Action | None = ...,
         state: _state_pb2.State | None = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
+        trick_moves: _abc.Iterable[_trick_pb2.TrickMove] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "player_id", b"player_id", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "player_id", b"player_id", "state", b"state", "trick_moves", b"trick_moves"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
 from ninetynine.engine.v1 import rules_pb2 as _rules_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -151,6 +152,20 @@ class Event(_message.Message):
     ROUND_SCORED_FIELD_NUMBER: _builtins.int
     START_CARD_FIELD_NUMBER: _builtins.int
     SPECIAL_HAND_FIELD_NUMBER: _builtins.int
+    TRICK_GAME_STARTED_FIELD_NUMBER: _builtins.int
+    DEAL_STARTED_FIELD_NUMBER: _builtins.int
+    TRICK_HAND_DEALT_FIELD_NUMBER: _builtins.int
+    BIDDING_STARTED_FIELD_NUMBER: _builtins.int
+    BID_PLACED_FIELD_NUMBER: _builtins.int
+    TRICK_TURN_STARTED_FIELD_NUMBER: _builtins.int
+    ANNOUNCED_FIELD_NUMBER: _builtins.int
+    PASSED_FIELD_NUMBER: _builtins.int
+    NO_DECLARER_FIELD_NUMBER: _builtins.int
+    TRICK_CARD_PLAYED_FIELD_NUMBER: _builtins.int
+    BID_REVEALED_FIELD_NUMBER: _builtins.int
+    TRICK_WON_FIELD_NUMBER: _builtins.int
+    DEAL_SCORED_FIELD_NUMBER: _builtins.int
+    TRICK_GAME_FINISHED_FIELD_NUMBER: _builtins.int
     audience: Global___Audience.ValueType
     player_id: _builtins.str
     """The player an ONLY / EXCEPT audience refers to; empty for ALL."""
@@ -190,6 +205,36 @@ class Event(_message.Message):
     def start_card(self) -> Global___StartCard: ...
     @_builtins.property
     def special_hand(self) -> Global___SpecialHand: ...
+    @_builtins.property
+    def trick_game_started(self) -> _trick_pb2.TrickGameStarted:
+        """The trick game's events (trick.proto), in the order a match sends them."""
+
+    @_builtins.property
+    def deal_started(self) -> _trick_pb2.DealStarted: ...
+    @_builtins.property
+    def trick_hand_dealt(self) -> _trick_pb2.TrickHandDealt: ...
+    @_builtins.property
+    def bidding_started(self) -> _trick_pb2.BiddingStarted: ...
+    @_builtins.property
+    def bid_placed(self) -> _trick_pb2.BidPlaced: ...
+    @_builtins.property
+    def trick_turn_started(self) -> _trick_pb2.TrickTurnStarted: ...
+    @_builtins.property
+    def announced(self) -> _trick_pb2.ShownBid: ...
+    @_builtins.property
+    def passed(self) -> _trick_pb2.Passed: ...
+    @_builtins.property
+    def no_declarer(self) -> _trick_pb2.NoDeclarer: ...
+    @_builtins.property
+    def trick_card_played(self) -> _trick_pb2.TrickCardPlayed: ...
+    @_builtins.property
+    def bid_revealed(self) -> _trick_pb2.ShownBid: ...
+    @_builtins.property
+    def trick_won(self) -> _trick_pb2.TrickWon: ...
+    @_builtins.property
+    def deal_scored(self) -> _trick_pb2.DealScored: ...
+    @_builtins.property
+    def trick_game_finished(self) -> _trick_pb2.TrickGameFinished: ...
     def __init__(
         self,
         *,
@@ -213,12 +258,26 @@ class Event(_message.Message):
         round_scored: Global___RoundScored | None = ...,
         start_card: Global___StartCard | None = ...,
         special_hand: Global___SpecialHand | None = ...,
+        trick_game_started: _trick_pb2.TrickGameStarted | None = ...,
+        deal_started: _trick_pb2.DealStarted | None = ...,
+        trick_hand_dealt: _trick_pb2.TrickHandDealt | None = ...,
+        bidding_started: _trick_pb2.BiddingStarted | None = ...,
+        bid_placed: _trick_pb2.BidPlaced | None = ...,
+        trick_turn_started: _trick_pb2.TrickTurnStarted | None = ...,
+        announced: _trick_pb2.ShownBid | None = ...,
+        passed: _trick_pb2.Passed | None = ...,
+        no_declarer: _trick_pb2.NoDeclarer | None = ...,
+        trick_card_played: _trick_pb2.TrickCardPlayed | None = ...,
+        bid_revealed: _trick_pb2.ShownBid | None = ...,
+        trick_won: _trick_pb2.TrickWon | None = ...,
+        deal_scored: _trick_pb2.DealScored | None = ...,
+        trick_game_finished: _trick_pb2.TrickGameFinished | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audience", b"audience", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "audience", b"audience", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid", "bonus", "round_scored", "start_card", "special_hand"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid", "bonus", "round_scored", "start_card", "special_hand", "trick_game_started", "deal_started", "trick_hand_dealt", "bidding_started", "bid_placed", "trick_turn_started", "announced", "passed", "no_declarer", "trick_card_played", "bid_revealed", "trick_won", "deal_scored", "trick_game_finished"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 

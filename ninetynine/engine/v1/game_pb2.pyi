@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -415,12 +416,17 @@ class Action(_message.Message):
     ACE_VALUE_FIELD_NUMBER: _builtins.int
     JOKER_VALUE_FIELD_NUMBER: _builtins.int
     DIR_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     card_id: _builtins.str
     """The card to play; must be in the player's hand."""
     sign: Global___Sign.ValueType
     ace_value: _builtins.int
     joker_value: _builtins.int
     dir: Global___DirectionChoice.ValueType
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickAction:
+        """A trick-game decision (bid, announce, pass, play); the fields above stay unset then."""
+
     def __init__(
         self,
         *,
@@ -429,10 +435,11 @@ class Action(_message.Message):
         ace_value: _builtins.int | None = ...,
         joker_value: _builtins.int | None = ...,
         dir: Global___DirectionChoice.ValueType = ...,
+        trick: _trick_pb2.TrickAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "joker_value", b"joker_value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "joker_value", b"joker_value", "trick", b"trick"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "card_id", b"card_id", "dir", b"dir", "joker_value", b"joker_value", "sign", b"sign"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "card_id", b"card_id", "dir", b"dir", "joker_value", b"joker_value", "sign", b"sign", "trick", b"trick"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ace_value: _TypeAlias = _typing.Literal["ace_value"]  # noqa: Y015
     _WhichOneofArgType__ace_value: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value"]  # noqa: Y015

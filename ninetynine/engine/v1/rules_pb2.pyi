@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -875,6 +876,8 @@ class RulePreset(_message.Message):
     MIN_PLAYERS_FIELD_NUMBER: _builtins.int
     MAX_PLAYERS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """What SetupRequest.rules takes."""
     summary: _builtins.str
@@ -885,9 +888,15 @@ class RulePreset(_message.Message):
     """The source document and section."""
     min_players: _builtins.int
     max_players: _builtins.int
+    game: _builtins.str
+    """The game kind SetupRequest.game takes: "adding" (the presets) or "trick"."""
     @_builtins.property
     def rules(self) -> Global___RuleSet:
-        """The whole rule set."""
+        """The whole rule set (the adding game's presets; unset for the trick game)."""
+
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's default options (set only on its entry)."""
 
     def __init__(
         self,
@@ -899,10 +908,12 @@ class RulePreset(_message.Message):
         min_players: _builtins.int = ...,
         max_players: _builtins.int = ...,
         rules: Global___RuleSet | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["rules", b"rules"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["rules", b"rules", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_players", b"max_players", "min_players", b"min_players", "name", b"name", "rules", b"rules", "source", b"source", "summary", b"summary", "summary_en", b"summary_en"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "max_players", b"max_players", "min_players", b"min_players", "name", b"name", "rules", b"rules", "source", b"source", "summary", b"summary", "summary_en", b"summary_en", "trick_options", b"trick_options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

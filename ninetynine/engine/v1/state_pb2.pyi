@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
 from ninetynine.engine.v1 import rules_pb2 as _rules_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -212,6 +213,7 @@ class State(_message.Message):
     RULES_FIELD_NUMBER: _builtins.int
     ROUND_STARTER_FIELD_NUMBER: _builtins.int
     SPECIAL_END_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     """Format version of this state: 2 is current, 1 is still played (see docs)."""
     total: _builtins.int
@@ -272,6 +274,12 @@ class State(_message.Message):
         and classic, whose rules follow from `options` and `state_version`.
         """
 
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickState:
+        """A trick-game match (SetupRequest.game = "trick"): its whole state. When set, every other
+        field is unset and the engine plays the trick game.
+        """
+
     def __init__(
         self,
         *,
@@ -298,10 +306,11 @@ class State(_message.Message):
         rules: _rules_pb2.RuleSet | None = ...,
         round_starter: _builtins.str = ...,
         special_end: _builtins.str = ...,
+        trick: _trick_pb2.TrickState | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng", "rules", b"rules"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng", "rules", b"rules", "trick", b"trick"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "special_end", b"special_end", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "special_end", b"special_end", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "trick", b"trick", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

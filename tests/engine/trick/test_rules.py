@@ -73,7 +73,7 @@ def test_each_player_is_dealt_twelve_cards_from_the_whole_deck() -> None:
     s, events = setup(SEATS, seed=3)
     assert [len(s.hands[p]) for p in SEATS] == [12, 12, 12]
     assert sorted(c for p in SEATS for c in s.hands[p]) == sorted(c.id for c in deck())
-    dealt = [e for e in events if e.type == "handDealt"]
+    dealt = [e for e in events if e.type == "trickHandDealt"]
     assert {(e.player, e.audience) for e in dealt} == {(p, Audience.ONLY) for p in SEATS}
 
 
@@ -350,7 +350,7 @@ def test_first_to_reach_one_hundred_wins() -> None:
     assert s.phase is TrickPhase.FINISHED and s.scores["a"] == 100 and s.winners == ("a",)
     view = public_view(s)
     assert view["result"]["winner"] == ["a"] and view["seed"] == str(s.seed)
-    assert [e.type for e in events][-1] == "gameFinished"
+    assert [e.type for e in events][-1] == "trickGameFinished"
 
 
 def test_below_one_hundred_another_deal_follows() -> None:
