@@ -15,7 +15,7 @@ import grpc
 
 from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import ServiceError
-from ninetynine.gateway.convert import JsonId
+from ninetynine.gateway.convert import JsonId, view_push
 from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.rooms import token_room
@@ -48,7 +48,13 @@ async def create_room(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId 
     c = msg.create_room
     created = await conn.session.CreateRoom(
         spb.CreateRoomRequest(
-            name=c.name, options=c.options, max_seats=c.seats, rules=c.rules, overrides=c.overrides
+            name=c.name,
+            options=c.options,
+            max_seats=c.seats,
+            rules=c.rules,
+            overrides=c.overrides,
+            game="" if c.game == "adding" else c.game,
+            trick_options=c.trick_options if c.HasField("trick_options") else None,
         ),
         metadata=conn.call_metadata(),
         timeout=conn.session_timeout,
@@ -103,7 +109,7 @@ async def resume(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | Non
         bool(player_id) and room.host_player_id == player_id,
     )
     # With events missed, they come first; the stream's view follows them.
-    missed = view.HasField("view") and r.after_seq < view.seq
+    missed = (view.HasField("view") or view.HasField("trick")) and r.after_seq < view.seq
     _bound(conn, binding, room, r.after_seq, None if missed else view, reply_id)
 
 
@@ -129,9 +135,10 @@ def _bound(
     follower = conn.follower
     follower.send_room(room, None, force=True)
     follower.last_seq = after_seq
-    if view is not None and view.HasField("view"):
+    push = None if view is None else view_push(view)
+    if view is not None and push is not None:
         follower.last_seq = max(follower.last_seq, view.seq)
-        conn.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=view.seq, view=view.view))))
+        conn.deliver(Outgoing(gw.ServerMessage(view=push)))
     follower.follow(binding)
 
 

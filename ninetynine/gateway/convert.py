@@ -63,6 +63,8 @@ def _room_list(codec: Codec) -> Projection:
         }
         if room.HasField("rules"):
             out["rules"] = room.rules.name
+        if room.game:
+            out["game"] = room.game
         return out
 
     def room_list(msg: gw.RoomList) -> dict[str, object]:
@@ -169,3 +171,13 @@ def client_from_json(raw: Mapping[str, Any]) -> gw.ClientMessage:
 def action_from_json(raw: Mapping[str, Any], out: game_pb2.Action) -> None:
     """A client frame's ``action`` into ``out``."""
     _action(raw, out)
+
+
+def view_push(update: spb.ViewUpdate | spb.GetViewResponse) -> gw.ViewPush | None:
+    """The ``view`` message of the session's view of a room (its game's view field); None before
+    the game starts."""
+    if update.HasField("trick"):
+        return gw.ViewPush(seq=update.seq, trick=update.trick)
+    if update.HasField("view"):
+        return gw.ViewPush(seq=update.seq, view=update.view)
+    return None

@@ -43,7 +43,9 @@ class SharedServerText:
         if reply_id is not None:
             return server_bytes(msg, reply_id)
         kind = msg.WhichOneof("kind")
-        if kind not in SHARED_KINDS or (kind == "view" and msg.view.view.viewer_id):
+        if kind not in SHARED_KINDS or (
+            kind == "view" and (msg.view.view.viewer_id or msg.view.trick.viewer_id)
+        ):
             return server_bytes(msg)
         key = msg.SerializeToString(deterministic=True)
         frame = self._frames.get(key)

@@ -18,7 +18,7 @@ import grpc
 from ninetynine.common.logging import get_logger
 from ninetynine.engine.errors import from_rpc_error
 from ninetynine.gateway.binding import Binding
-from ninetynine.gateway.convert import JsonId
+from ninetynine.gateway.convert import JsonId, view_push
 from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.tasks import reap
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
@@ -140,7 +140,7 @@ class RoomFollower:
         self.last_seq = ev.seq
         kind = ev.WhichOneof("kind")
         if kind == "game":
-            if ev.game.HasField("game_finished"):
+            if ev.game.HasField("game_finished") or ev.game.HasField("trick_game_finished"):
                 self._finished = True
             # The session stamps how each move was made on its card_played event.
             self.conn.deliver(
@@ -158,5 +158,6 @@ class RoomFollower:
                 timeout=conn.session_timeout,
             )
             self.send_room(room.room, None)
-        if update.HasField("view"):
-            conn.deliver(Outgoing(gw.ServerMessage(view=gw.ViewPush(seq=update.seq, view=update.view))))
+        push = view_push(update)
+        if push is not None:
+            conn.deliver(Outgoing(gw.ServerMessage(view=push)))

@@ -66,7 +66,7 @@ class TurnClock:
         if seat.bot:
             return now + self.bot_think_ms, True
         seconds = decision.seconds
-        if seat.left or seat.consecutive_timeouts >= TIMEOUTS_BEFORE_SHORT:
+        if decision.shortens and (seat.left or seat.consecutive_timeouts >= TIMEOUTS_BEFORE_SHORT):
             seconds = min(seconds, SHORT_TURN_SECONDS)
         return (decision.started_at_ms or now) + round(seconds * 1000 * self.time_scale), False
 
@@ -78,12 +78,15 @@ class TurnClock:
             doc.deadline_ms = 0
             doc.deadline_kind = doc_pb.DEADLINE_KIND_UNSPECIFIED
             doc.deadline_player_id = ""
+            doc.shown_deadline_ms = 0
             return
         seq = game.state_seq(doc)
         if not force and doc.deadline_ms and doc.deadline_state_seq == seq:
             return  # same decisions: keep the running timer
-        first = min(decisions, key=lambda d: self._due(doc, d, now)[0])
-        doc.deadline_ms, bot = self._due(doc, first, now)
+        dues = [(self._due(doc, d, now), d) for d in decisions]
+        (doc.deadline_ms, bot), first = min(dues, key=lambda due: due[0][0])
+        # Several owe a decision at once: clients are shown when the last of them is due.
+        doc.shown_deadline_ms = max(due[0][0] for due in dues) if len(dues) > 1 else 0
         doc.deadline_state_seq = seq
         doc.deadline_player_id = first.player_id
         doc.turn_started_at_ms = first.started_at_ms or now
@@ -172,19 +175,21 @@ class Deadlines:
                 fired["kind"] = "bot"
                 return out
             timed = await game.timeout(self.engine, doc, wire, current, now)
-            seat.consecutive_timeouts += 1
+            moves = game.timed_moves(timed)
             out = Step(source="timeout")
-            out.add(
-                pb.RoomEvent(
-                    timeout_applied=pb.TimeoutApplied(
-                        player_id=current,
-                        action=timed.action,
-                        consecutive=seat.consecutive_timeouts,
+            for player, action in moves:
+                moved = rooms.seat_of(doc, player)
+                moved.consecutive_timeouts += 1
+                out.add(
+                    pb.RoomEvent(
+                        timeout_applied=pb.TimeoutApplied(
+                            player_id=player, action=action, consecutive=moved.consecutive_timeouts
+                        )
                     )
                 )
-            )
             out.add_game(timed.events)
-            advance(doc, current, timed.action, "timeout", now)
+            for player, action in moves:
+                advance(doc, player, action, "timeout", now)
             fired["kind"] = "timeout"
             return out
 

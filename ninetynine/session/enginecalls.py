@@ -16,7 +16,7 @@ import grpc
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
-from ninetynine.engine.v1 import game_pb2
+from ninetynine.engine.v1 import game_pb2, trick_pb2
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
@@ -60,6 +60,40 @@ class EngineCalls:
             "Setup",
             self.client.setup(["check-1", "check-2"], options, seed=0, rules=rules, overrides=overrides),
         )
+
+    async def setup_trick(self, doc: doc_pb.RoomDocument, now: int) -> engine_pb.SetupResponse:
+        """A new trick match for the room's three seats (a fresh seed)."""
+        seats = doc.seats
+        request = engine_pb.SetupRequest(
+            game="trick",
+            player_ids=[s.player_id for s in seats],
+            trick_options=doc.trick_options,
+            seed=secrets.randbits(64),
+            display_names={s.player_id: s.name for s in seats},
+            now_ms=now,
+        )
+        return await self._call("Setup", self._setup(request))
+
+    async def check_trick(
+        self, options: trick_pb2.TrickOptions, rules: str, overrides: Mapping[str, str]
+    ) -> None:
+        """Refuse, with the engine's own reason, what a trick match's Setup would refuse (a trial
+        Setup of three players, as :meth:`check_rules` does for the adding game)."""
+        request = engine_pb.SetupRequest(
+            game="trick",
+            player_ids=["check-1", "check-2", "check-3"],
+            trick_options=options,
+            seed=0,
+            rules=rules,
+            overrides=overrides,
+        )
+        await self._call("Setup", self._setup(request))
+
+    async def _setup(self, request: engine_pb.SetupRequest) -> engine_pb.SetupResponse:
+        # EngineClient.setup takes the adding game's arguments only: the request goes as it is.
+        client = self.client
+        response: engine_pb.SetupResponse = await client._call(client._stub.Setup, request)
+        return response
 
     async def apply(
         self,

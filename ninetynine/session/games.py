@@ -16,10 +16,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
 from google.protobuf.message import Message
 
+from ninetynine.common.codec import Codec
 from ninetynine.common.errors import Lang
 from ninetynine.engine.convert import (
     action_to_proto,
@@ -38,9 +40,14 @@ from ninetynine.engine.rules import (
     private_view,
     public_view,
 )
+from ninetynine.engine.trick import TrickOptions, TrickState
+from ninetynine.engine.trick import game_result as trick_game_result
+from ninetynine.engine.trick import private_view as trick_private_view
+from ninetynine.engine.trick import public_view as trick_public_view
+from ninetynine.engine.trick import timeout_action as trick_bot_action
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
-from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
-from ninetynine.session import rulebook
+from ninetynine.engine.v1 import game_pb2, state_pb2, trick_pb2, view_pb2
+from ninetynine.session import rulebook, trickwire
 from ninetynine.session.bots import bot_action
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
@@ -53,11 +60,16 @@ ADDING = "adding"
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A decision a player owes now: since when, and how many seconds a human has for it."""
+    """A decision a player owes now: since when, and how many seconds a human has for it.
+
+    ``shortens``: the 3-second rule (a seat that left or timed out three times in a row) applies;
+    not to a decision several players owe at once, whose timeout moves for all of them.
+    """
 
     player_id: str
     started_at_ms: int
     seconds: int
+    shortens: bool = True
 
 
 NOBODY = Decision("", 0, 0)
@@ -114,6 +126,10 @@ class Game(ABC):
         """The engine's automatic move for ``player_id``, whose deadline passed."""
         return await engine.timeout(doc, wire, now)
 
+    def timed_moves(self, timed: engine_pb.TimeoutResponse) -> list[tuple[str, game_pb2.Action]]:
+        """Every move the engine's timeout made, in order: (player, action)."""
+        return [(timed.player_id, timed.action)]
+
     @abstractmethod
     def finished(self, doc: doc_pb.RoomDocument) -> bool:
         """Whether the game in ``doc.state`` is over."""
@@ -126,7 +142,8 @@ class Game(ABC):
         return any(d.player_id == player_id for d in self.decisions(doc))
 
     def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
-        """Write the room's deadline into the events that announce the decision it is for."""
+        """Write the room's deadlines (``deadline_ms`` for ``deadline_player_id``, else
+        ``shown_deadline_ms``) into the events that announce the decisions they are for."""
         return None  # nothing, unless the game says otherwise
 
     @abstractmethod
@@ -280,7 +297,128 @@ class Adding(Game):
                 count("eliminated")
 
 
-REGISTRY: Mapping[str, Game] = {ADDING: Adding()}
+TRICK = "trick"
+_TRICK_FINISHED = trick_pb2.TRICK_PHASE_FINISHED
+_TRICK_BIDDING = trick_pb2.TRICK_PHASE_BIDDING
+_TRICK_CODEC = Codec()
+
+
+@lru_cache(maxsize=256)
+def _trick_options(wire: bytes) -> TrickOptions:
+    return trickwire.options_from_proto(trick_pb2.TrickOptions.FromString(wire))
+
+
+class Trick(Game):
+    """The trick-taking 99 of source 004 part I (docs/games/trick-taking.md): three seats."""
+
+    kind = TRICK
+    min_seats = 3
+    max_seats = 3
+
+    def check_seats(self, max_seats: int) -> None:
+        if max_seats != 3:
+            raise session_error(
+                "SEATS_OUTSIDE_RULES", rules=TRICK, minPlayers=3, maxPlayers=3, maxSeats=max_seats
+            )
+
+    async def check_create(self, request: pb.CreateRoomRequest, engine: EngineCalls) -> None:
+        # The engine judges options, rules and house rules as it will at StartGame.
+        self.check_seats(request.max_seats)
+        await engine.check_trick(request.trick_options, request.rules, request.overrides)
+
+    async def setup(self, engine: EngineCalls, doc: doc_pb.RoomDocument, now: int) -> engine_pb.SetupResponse:
+        return await engine.setup_trick(doc, now)
+
+    def mode(self, doc: doc_pb.RoomDocument) -> str:
+        return TRICK
+
+    def room_into(self, doc: doc_pb.RoomDocument, room: pb.Room) -> None:
+        room.game = TRICK
+        room.trick_options.CopyFrom(doc.trick_options)
+
+    def options(self, doc: doc_pb.RoomDocument) -> TrickOptions:
+        return _trick_options(doc.trick_options.SerializeToString())
+
+    def decode(self, doc: doc_pb.RoomDocument) -> TrickState:
+        return trickwire.state_from_proto(doc.state.trick)
+
+    def state_seq(self, doc: doc_pb.RoomDocument) -> int:
+        return doc.state.trick.seq
+
+    def finished(self, doc: doc_pb.RoomDocument) -> bool:
+        return doc.state.trick.phase == _TRICK_FINISHED
+
+    def decisions(self, doc: doc_pb.RoomDocument) -> Sequence[Decision]:
+        state = doc.state.trick
+        options = self.options(doc)
+        if state.phase == _TRICK_BIDDING:
+            # Everyone who has not bid owes their bid at once; the timeout lays all of them.
+            return tuple(
+                Decision(s.id, state.decision_started_at_ms, options.bid_seconds, shortens=False)
+                for s in state.seats
+                if not s.bid
+            )
+        if state.phase == _TRICK_FINISHED or not state.current:
+            return ()
+        return (Decision(state.current, state.decision_started_at_ms, options.turn_seconds),)
+
+    def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
+        for event in events:
+            if not event.HasField("game"):
+                continue
+            game = event.game
+            if (
+                game.HasField("trick_turn_started")
+                and game.trick_turn_started.player_id == doc.deadline_player_id
+            ):
+                game.trick_turn_started.deadline_ms = doc.deadline_ms
+            elif game.HasField("bidding_started"):
+                game.bidding_started.deadline_ms = doc.shown_deadline_ms or doc.deadline_ms
+
+    def takes(self, action: game_pb2.Action) -> bool:
+        return action.HasField("trick") and not action.card_id
+
+    def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
+        move = trick_bot_action(cast(TrickState, game), player_id)
+        out = game_pb2.Action()
+        _TRICK_CODEC.decode(move.to_dict(), out.trick)
+        return out
+
+    def timed_moves(self, timed: engine_pb.TimeoutResponse) -> list[tuple[str, game_pb2.Action]]:
+        if not timed.trick_moves:
+            return [(timed.player_id, timed.action)]
+        return [(m.player_id, game_pb2.Action(trick=m.action)) for m in timed.trick_moves]
+
+    def public_view(self, game: object, deadline_ms: int) -> trick_pb2.TrickView:
+        state = cast(TrickState, game)
+        view = trick_public_view(state)
+        if deadline_ms and view.get("deadline") is not None:
+            # The session's timer (bots' pace, the 3 s rule, the time scale) is the real one.
+            view["deadline"] = deadline_ms
+        out = trick_pb2.TrickView()
+        _TRICK_CODEC.decode(view, out)
+        return out
+
+    def private_view(self, game: object, viewer: str | None, lang: Lang) -> trick_pb2.TrickView:
+        out = trick_pb2.TrickView()
+        _TRICK_CODEC.decode(trick_private_view(cast(TrickState, game), viewer), out)
+        return out
+
+    @property
+    def view_field(self) -> str:
+        return "trick"
+
+    def result_into(self, game: object, out: pb.GetResultResponse | pb.GetReplayResponse) -> None:
+        _TRICK_CODEC.decode(trick_game_result(cast(TrickState, game)).to_dict(), out.trick_result)
+
+    def replay_into(self, doc: doc_pb.RoomDocument, game: object, out: pb.GetReplayResponse) -> None:
+        state = cast(TrickState, game)
+        out.game = TRICK
+        out.player_ids.extend(state.seats)
+        out.trick_options.CopyFrom(doc.trick_options)
+
+
+REGISTRY: Mapping[str, Game] = {ADDING: Adding(), TRICK: Trick()}
 
 
 def kind_of(doc: doc_pb.RoomDocument) -> str:

@@ -23,8 +23,8 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 
 
 def request_game(request: pb.CreateRoomRequest) -> str:
-    """The registry's kind a CreateRoom asks for."""
-    return ""
+    """The registry's kind a CreateRoom asks for (empty: the adding game)."""
+    return request.game
 
 
 def require_host(doc: doc_pb.RoomDocument, token: str) -> rooms.Caller:
@@ -67,6 +67,7 @@ class Lobby:
             request.rules,
             request.overrides,
             request_game(request),
+            request.trick_options,
         )
         doc.rematch_of = rematch_of
         joined = pb.RoomEvent(
@@ -126,6 +127,8 @@ class Lobby:
                 max_seats=source.max_seats,
                 rules=source.rules,
                 overrides=source.overrides,
+                game=source.game,
+                trick_options=source.trick_options if source.HasField("trick_options") else None,
             )
             created = await self._create(room_id, again, source.room_id)
         except RoomAlreadyExists:

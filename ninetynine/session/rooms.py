@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import grpc
 
 from ninetynine.common.errors import ServiceError
-from ninetynine.engine.v1 import game_pb2
+from ninetynine.engine.v1 import game_pb2, trick_pb2
 from ninetynine.session import games
 from ninetynine.session.errors import session_error
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
@@ -171,6 +171,7 @@ def new_room(
     rules: str = "",
     overrides: Mapping[str, str] | None = None,
     game: str = "",
+    trick_options: trick_pb2.TrickOptions | None = None,
 ) -> tuple[doc_pb.RoomDocument, str]:
     """A room in the lobby with its host seated; returns the document and the host's token.
 
@@ -188,6 +189,7 @@ def new_room(
         rules=rules,
         overrides=overrides,
         game="" if game == games.ADDING else game,
+        trick_options=trick_options if game == games.TRICK else None,
     )
     player_id, token = add_seat(doc, host_name, bot=False)
     doc.host_player_id = player_id
@@ -291,7 +293,7 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         spectator_count=len(doc.spectators) + len(doc.spectator_token_hashes),
         created_at_ms=doc.created_at_ms,
         last_seq=doc.last_seq,
-        deadline_ms=doc.deadline_ms if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
+        deadline_ms=(doc.shown_deadline_ms or doc.deadline_ms) if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
     )
     games.of(doc).room_into(doc, room)
     return room

@@ -79,7 +79,8 @@ class Views:
         """:meth:`_shared_parts` with ``public`` built (left None when no game was ever started)."""
         shared = self._shared_parts(loaded)
         if shared.public is None and loaded.doc.HasField("state"):
-            public = games.of(loaded.doc).public_view(loaded.game_state(), loaded.doc.deadline_ms)
+            doc = loaded.doc
+            public = games.of(doc).public_view(loaded.game_state(), doc.shown_deadline_ms or doc.deadline_ms)
             shared.public, shared.public_bytes = public, public.SerializeToString()
         return shared
 

@@ -16,7 +16,7 @@ SESSION = Path(ninetynine.session.__file__).parent
 # A game's rules, decoders and views: what only the registry (and its entries' helpers) may import.
 GAME_MODULES = ("ninetynine.engine.rules", "ninetynine.engine.convert", "ninetynine.engine.trick")
 # The registry and the helpers its entries are made of.
-ENTRY_MODULES = {"games.py", "bots.py", "rulebook.py", "trickbot.py"}
+ENTRY_MODULES = {"games.py", "bots.py", "rulebook.py", "trickwire.py"}
 
 
 def _imports(path: Path) -> set[str]:

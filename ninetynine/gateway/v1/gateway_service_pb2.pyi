@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from ninetynine.engine.v1 import events_pb2 as _events_pb2
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 from ninetynine.engine.v1 import view_pb2 as _view_pb2
 from ninetynine.session.v1 import session_service_pb2 as _session_service_pb2
 import builtins as _builtins
@@ -211,12 +212,18 @@ class CreateRoom(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     OVERRIDES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1..24 characters."""
     seats: _builtins.int
     """2..10."""
     rules: _builtins.str
     """A preset (listRules); absent = the mode of `options`."""
+    game: _builtins.str
+    """The game: absent or "adding" = the adding game; "trick" = the trick-taking 99 (3 seats,
+    `trickOptions`).
+    """
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """Unset fields take the spec's defaults."""
@@ -224,6 +231,10 @@ class CreateRoom(_message.Message):
     @_builtins.property
     def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """House rules over the preset: at most 16, values at most 32 characters."""
+
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's options (docs/games/trick-taking.md); absent keys take the defaults."""
 
     def __init__(
         self,
@@ -233,10 +244,12 @@ class CreateRoom(_message.Message):
         options: _game_pb2.Options | None = ...,
         rules: _builtins.str = ...,
         overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules", "seats", b"seats", "trick_options", b"trick_options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -747,18 +760,26 @@ class ViewPush(_message.Message):
 
     SEQ_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     @_builtins.property
-    def view(self) -> _view_pb2.GameView: ...
+    def view(self) -> _view_pb2.GameView:
+        """The adding game's view."""
+
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickView:
+        """A trick match's view (the room's `game` is "trick"), instead of `view`."""
+
     def __init__(
         self,
         *,
         seq: _builtins.int = ...,
         view: _view_pb2.GameView | None = ...,
+        trick: _trick_pb2.TrickView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["trick", b"trick", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["seq", b"seq", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seq", b"seq", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

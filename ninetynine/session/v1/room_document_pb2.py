@@ -24,10 +24,11 @@ _sym_db = _symbol_database.Default()
 
 from ninetynine.engine.v1 import game_pb2 as ninetynine_dot_engine_dot_v1_dot_game__pb2
 from ninetynine.engine.v1 import state_pb2 as ninetynine_dot_engine_dot_v1_dot_state__pb2
+from ninetynine.engine.v1 import trick_pb2 as ninetynine_dot_engine_dot_v1_dot_trick__pb2
 from ninetynine.session.v1 import session_service_pb2 as ninetynine_dot_session_dot_v1_dot_session__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)ninetynine/session/v1/room_document.proto\x12\x15ninetynine.session.v1\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\x1a+ninetynine/session/v1/session_service.proto\"\x98\x02\n\nStoredSeat\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x12\n\ntoken_hash\x18\x04 \x01(\x0c\x12\x11\n\tconnected\x18\x05 \x01(\x08\x12\x0c\n\x04left\x18\x06 \x01(\x08\x12\x17\n\x0flast_client_seq\x18\x07 \x01(\x04\x12\x18\n\x10last_outcome_seq\x18\x08 \x01(\x04\x12\x1a\n\x12last_outcome_total\x18\t \x01(\x05\x12\x1c\n\x14\x63onsecutive_timeouts\x18\n \x01(\r\x12:\n\x0clast_refusal\x18\x0b \x01(\x0b\x32$.ninetynine.session.v1.StoredRefusal\"\xdc\x01\n\rStoredRefusal\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06\x64omain\x18\x03 \x01(\t\x12\x44\n\x08metadata\x18\x04 \x03(\x0b\x32\x32.ninetynine.session.v1.StoredRefusal.MetadataEntry\x12\x12\n\nmessage_ko\x18\x05 \x01(\t\x12\x12\n\nmessage_en\x18\x06 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"M\n\x0fStoredSpectator\x12\x12\n\ntoken_hash\x18\x01 \x01(\x0c\x12\x0f\n\x07present\x18\x02 \x01(\x08\x12\x15\n\raway_since_ms\x18\x03 \x01(\x03\"\xdb\x06\n\x0cRoomDocument\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12/\n\x05phase\x18\x02 \x01(\x0e\x32 .ninetynine.session.v1.RoomPhase\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x11\n\tmax_seats\x18\x04 \x01(\r\x12\x16\n\x0ehost_player_id\x18\x05 \x01(\t\x12\x30\n\x05seats\x18\x06 \x03(\x0b\x32!.ninetynine.session.v1.StoredSeat\x12\x1e\n\x16spectator_token_hashes\x18\x07 \x03(\x0c\x12*\n\x05state\x18\x08 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12\x15\n\rcreated_at_ms\x18\n \x01(\x03\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x12:\n\rdeadline_kind\x18\x0c \x01(\x0e\x32#.ninetynine.session.v1.DeadlineKind\x12\x1a\n\x12\x64\x65\x61\x64line_state_seq\x18\r \x01(\x04\x12\x1a\n\x12turn_started_at_ms\x18\x0e \x01(\x03\x12\x30\n\x05moves\x18\x0f \x03(\x0b\x32!.ninetynine.session.v1.ReplayMove\x12\x15\n\rstarted_at_ms\x18\x10 \x01(\x03\x12\x1a\n\x12next_player_number\x18\x11 \x01(\x04\x12:\n\nspectators\x18\x12 \x03(\x0b\x32&.ninetynine.session.v1.StoredSpectator\x12\x17\n\x0frematch_room_id\x18\x13 \x01(\t\x12\x12\n\nrematch_of\x18\x14 \x01(\t\x12\r\n\x05rules\x18\x15 \x01(\t\x12\x45\n\toverrides\x18\x16 \x03(\x0b\x32\x32.ninetynine.session.v1.RoomDocument.OverridesEntry\x12\x0c\n\x04game\x18\x17 \x01(\t\x12\x1a\n\x12\x64\x65\x61\x64line_player_id\x18\x18 \x01(\t\x1a\x30\n\x0eOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\\\n\x0c\x44\x65\x61\x64lineKind\x12\x1d\n\x19\x44\x45\x41\x44LINE_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x44\x45\x41\x44LINE_KIND_TURN\x10\x01\x12\x15\n\x11\x44\x45\x41\x44LINE_KIND_BOT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)ninetynine/session/v1/room_document.proto\x12\x15ninetynine.session.v1\x1a\x1fninetynine/engine/v1/game.proto\x1a ninetynine/engine/v1/state.proto\x1a ninetynine/engine/v1/trick.proto\x1a+ninetynine/session/v1/session_service.proto\"\x98\x02\n\nStoredSeat\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x12\n\ntoken_hash\x18\x04 \x01(\x0c\x12\x11\n\tconnected\x18\x05 \x01(\x08\x12\x0c\n\x04left\x18\x06 \x01(\x08\x12\x17\n\x0flast_client_seq\x18\x07 \x01(\x04\x12\x18\n\x10last_outcome_seq\x18\x08 \x01(\x04\x12\x1a\n\x12last_outcome_total\x18\t \x01(\x05\x12\x1c\n\x14\x63onsecutive_timeouts\x18\n \x01(\r\x12:\n\x0clast_refusal\x18\x0b \x01(\x0b\x32$.ninetynine.session.v1.StoredRefusal\"\xdc\x01\n\rStoredRefusal\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06\x64omain\x18\x03 \x01(\t\x12\x44\n\x08metadata\x18\x04 \x03(\x0b\x32\x32.ninetynine.session.v1.StoredRefusal.MetadataEntry\x12\x12\n\nmessage_ko\x18\x05 \x01(\t\x12\x12\n\nmessage_en\x18\x06 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"M\n\x0fStoredSpectator\x12\x12\n\ntoken_hash\x18\x01 \x01(\x0c\x12\x0f\n\x07present\x18\x02 \x01(\x08\x12\x15\n\raway_since_ms\x18\x03 \x01(\x03\"\xb1\x07\n\x0cRoomDocument\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12/\n\x05phase\x18\x02 \x01(\x0e\x32 .ninetynine.session.v1.RoomPhase\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.ninetynine.engine.v1.Options\x12\x11\n\tmax_seats\x18\x04 \x01(\r\x12\x16\n\x0ehost_player_id\x18\x05 \x01(\t\x12\x30\n\x05seats\x18\x06 \x03(\x0b\x32!.ninetynine.session.v1.StoredSeat\x12\x1e\n\x16spectator_token_hashes\x18\x07 \x03(\x0c\x12*\n\x05state\x18\x08 \x01(\x0b\x32\x1b.ninetynine.engine.v1.State\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12\x15\n\rcreated_at_ms\x18\n \x01(\x03\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x0b \x01(\x03\x12:\n\rdeadline_kind\x18\x0c \x01(\x0e\x32#.ninetynine.session.v1.DeadlineKind\x12\x1a\n\x12\x64\x65\x61\x64line_state_seq\x18\r \x01(\x04\x12\x1a\n\x12turn_started_at_ms\x18\x0e \x01(\x03\x12\x30\n\x05moves\x18\x0f \x03(\x0b\x32!.ninetynine.session.v1.ReplayMove\x12\x15\n\rstarted_at_ms\x18\x10 \x01(\x03\x12\x1a\n\x12next_player_number\x18\x11 \x01(\x04\x12:\n\nspectators\x18\x12 \x03(\x0b\x32&.ninetynine.session.v1.StoredSpectator\x12\x17\n\x0frematch_room_id\x18\x13 \x01(\t\x12\x12\n\nrematch_of\x18\x14 \x01(\t\x12\r\n\x05rules\x18\x15 \x01(\t\x12\x45\n\toverrides\x18\x16 \x03(\x0b\x32\x32.ninetynine.session.v1.RoomDocument.OverridesEntry\x12\x0c\n\x04game\x18\x17 \x01(\t\x12\x1a\n\x12\x64\x65\x61\x64line_player_id\x18\x18 \x01(\t\x12\x39\n\rtrick_options\x18\x19 \x01(\x0b\x32\".ninetynine.engine.v1.TrickOptions\x12\x19\n\x11shown_deadline_ms\x18\x1a \x01(\x03\x1a\x30\n\x0eOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\\\n\x0c\x44\x65\x61\x64lineKind\x12\x1d\n\x19\x44\x45\x41\x44LINE_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x44\x45\x41\x44LINE_KIND_TURN\x10\x01\x12\x15\n\x11\x44\x45\x41\x44LINE_KIND_BOT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,18 +39,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STOREDREFUSAL_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._loaded_options = None
   _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._serialized_options = b'8\001'
-  _globals['_DEADLINEKIND']._serialized_start=1627
-  _globals['_DEADLINEKIND']._serialized_end=1719
-  _globals['_STOREDSEAT']._serialized_start=181
-  _globals['_STOREDSEAT']._serialized_end=461
-  _globals['_STOREDREFUSAL']._serialized_start=464
-  _globals['_STOREDREFUSAL']._serialized_end=684
-  _globals['_STOREDREFUSAL_METADATAENTRY']._serialized_start=637
-  _globals['_STOREDREFUSAL_METADATAENTRY']._serialized_end=684
-  _globals['_STOREDSPECTATOR']._serialized_start=686
-  _globals['_STOREDSPECTATOR']._serialized_end=763
-  _globals['_ROOMDOCUMENT']._serialized_start=766
-  _globals['_ROOMDOCUMENT']._serialized_end=1625
-  _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._serialized_start=1577
-  _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._serialized_end=1625
+  _globals['_DEADLINEKIND']._serialized_start=1747
+  _globals['_DEADLINEKIND']._serialized_end=1839
+  _globals['_STOREDSEAT']._serialized_start=215
+  _globals['_STOREDSEAT']._serialized_end=495
+  _globals['_STOREDREFUSAL']._serialized_start=498
+  _globals['_STOREDREFUSAL']._serialized_end=718
+  _globals['_STOREDREFUSAL_METADATAENTRY']._serialized_start=671
+  _globals['_STOREDREFUSAL_METADATAENTRY']._serialized_end=718
+  _globals['_STOREDSPECTATOR']._serialized_start=720
+  _globals['_STOREDSPECTATOR']._serialized_end=797
+  _globals['_ROOMDOCUMENT']._serialized_start=800
+  _globals['_ROOMDOCUMENT']._serialized_end=1745
+  _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._serialized_start=1697
+  _globals['_ROOMDOCUMENT_OVERRIDESENTRY']._serialized_end=1745
 # @@protoc_insertion_point(module_scope)

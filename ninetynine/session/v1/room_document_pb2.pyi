@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
 from ninetynine.engine.v1 import state_pb2 as _state_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 from ninetynine.session.v1 import session_service_pb2 as _session_service_pb2
 import builtins as _builtins
 import sys
@@ -248,6 +249,8 @@ class RoomDocument(_message.Message):
     OVERRIDES_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     DEADLINE_PLAYER_ID_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
+    SHOWN_DEADLINE_MS_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     phase: _session_service_pb2.RoomPhase.ValueType
     max_seats: _builtins.int
@@ -278,6 +281,10 @@ class RoomDocument(_message.Message):
     """Whose decision the pending deadline is for (several players may owe one at once); empty in
     documents written before it: the game's first pending player.
     """
+    shown_deadline_ms: _builtins.int
+    """The deadline clients are shown for the pending decisions: while several players owe one at
+    once (the trick game's bidding), the people's deadline, not the earliest (a bot's).
+    """
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -298,6 +305,10 @@ class RoomDocument(_message.Message):
     def spectators(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredSpectator]: ...
     @_builtins.property
     def overrides(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's options as chosen at CreateRoom (game "trick")."""
+
     def __init__(
         self,
         *,
@@ -325,10 +336,12 @@ class RoomDocument(_message.Message):
         overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         game: _builtins.str = ...,
         deadline_player_id: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
+        shown_deadline_ms: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "state", b"state", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_player_id", b"deadline_player_id", "deadline_state_seq", b"deadline_state_seq", "game", b"game", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "overrides", b"overrides", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_kind", b"deadline_kind", "deadline_ms", b"deadline_ms", "deadline_player_id", b"deadline_player_id", "deadline_state_seq", b"deadline_state_seq", "game", b"game", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "moves", b"moves", "next_player_number", b"next_player_number", "options", b"options", "overrides", b"overrides", "phase", b"phase", "rematch_of", b"rematch_of", "rematch_room_id", b"rematch_room_id", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "shown_deadline_ms", b"shown_deadline_ms", "spectator_token_hashes", b"spectator_token_hashes", "spectators", b"spectators", "started_at_ms", b"started_at_ms", "state", b"state", "trick_options", b"trick_options", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -10,6 +10,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from ninetynine.engine.v1 import events_pb2 as _events_pb2
 from ninetynine.engine.v1 import game_pb2 as _game_pb2
+from ninetynine.engine.v1 import trick_pb2 as _trick_pb2
 from ninetynine.engine.v1 import view_pb2 as _view_pb2
 import builtins as _builtins
 import sys
@@ -99,6 +100,8 @@ class Room(_message.Message):
     LAST_SEQ_FIELD_NUMBER: _builtins.int
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
     room_id: _builtins.str
     """Short join code."""
     phase: Global___RoomPhase.ValueType
@@ -111,6 +114,10 @@ class Room(_message.Message):
     """The room's last event seq."""
     deadline_ms: _builtins.int
     """When the current turn times out (ms since epoch); 0 when no turn runs."""
+    game: _builtins.str
+    """The game the room hosts, a kind of the session's game registry: "trick" for the
+    trick-taking 99; empty (left out of the JSON) for the adding game, as rooms were before.
+    """
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -120,6 +127,10 @@ class Room(_message.Message):
         """The preset the room plays and its house rules; unset when the room plays the mode of its
         options (kr-product or classic), as rooms did before presets.
         """
+
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's options as chosen at CreateRoom (only for game "trick")."""
 
     def __init__(
         self,
@@ -135,10 +146,12 @@ class Room(_message.Message):
         last_seq: _builtins.int = ...,
         deadline_ms: _builtins.int = ...,
         rules: Global___RuleSummary | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rules", b"rules"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rules", b"rules", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_ms", b"deadline_ms", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "options", b"options", "phase", b"phase", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_count", b"spectator_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at_ms", b"created_at_ms", "deadline_ms", b"deadline_ms", "game", b"game", "host_player_id", b"host_player_id", "last_seq", b"last_seq", "max_seats", b"max_seats", "options", b"options", "phase", b"phase", "room_id", b"room_id", "rules", b"rules", "seats", b"seats", "spectator_count", b"spectator_count", "trick_options", b"trick_options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -249,6 +262,8 @@ class CreateRoomRequest(_message.Message):
     MAX_SEATS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     OVERRIDES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The host's display name (1..24 characters)."""
     max_seats: _builtins.int
@@ -256,6 +271,11 @@ class CreateRoomRequest(_message.Message):
     rules: _builtins.str
     """A preset name (`ListRules`); empty = the mode of `options`. An unknown one is refused
     (UNKNOWN_RULES) here, not at StartGame.
+    """
+    game: _builtins.str
+    """The game the room hosts: "" or "adding" = the adding game (everything above), "trick" = the
+    trick-taking 99 (exactly 3 seats, `trick_options`; `options` keeps nothing, `rules` and
+    `overrides` must be empty). Another name is refused with UNKNOWN_GAME.
     """
     @_builtins.property
     def options(self) -> _game_pb2.Options:
@@ -267,6 +287,10 @@ class CreateRoomRequest(_message.Message):
         (INVALID_OVERRIDE otherwise, as for a key or value the engine does not take).
         """
 
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions:
+        """The trick game's options; unset fields take the defaults (docs/games/trick-taking.md)."""
+
     def __init__(
         self,
         *,
@@ -275,10 +299,12 @@ class CreateRoomRequest(_message.Message):
         max_seats: _builtins.int = ...,
         rules: _builtins.str = ...,
         overrides: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "trick_options", b"trick_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_seats", b"max_seats", "name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "max_seats", b"max_seats", "name", b"name", "options", b"options", "overrides", b"overrides", "rules", b"rules", "trick_options", b"trick_options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -913,6 +939,7 @@ class GetViewResponse(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     SEQ_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The room's last event seq the view reflects."""
     player_id: _builtins.str
@@ -923,6 +950,10 @@ class GetViewResponse(_message.Message):
     def view(self) -> _view_pb2.GameView:
         """Absent in the lobby."""
 
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickView:
+        """The view of a trick match (Room.game "trick"), instead of `view`."""
+
     def __init__(
         self,
         *,
@@ -930,10 +961,11 @@ class GetViewResponse(_message.Message):
         view: _view_pb2.GameView | None = ...,
         seq: _builtins.int = ...,
         player_id: _builtins.str = ...,
+        trick: _trick_pb2.TrickView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "room", b"room", "seq", b"seq", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "room", b"room", "seq", b"seq", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1193,22 +1225,28 @@ class ViewUpdate(_message.Message):
     SEQ_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     ROOM_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The room's event seq this view reflects."""
     @_builtins.property
     def view(self) -> _view_pb2.GameView: ...
     @_builtins.property
     def room(self) -> Global___Room: ...
+    @_builtins.property
+    def trick(self) -> _trick_pb2.TrickView:
+        """The view of a trick match (Room.game "trick"), instead of `view`."""
+
     def __init__(
         self,
         *,
         seq: _builtins.int = ...,
         view: _view_pb2.GameView | None = ...,
         room: Global___Room | None = ...,
+        trick: _trick_pb2.TrickView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "seq", b"seq", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "seq", b"seq", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1537,21 +1575,27 @@ class GetResultResponse(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    TRICK_RESULT_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     """The revealed RNG seed and the commitment published at setup."""
     seed_commitment: _builtins.str
     @_builtins.property
     def result(self) -> _game_pb2.GameResult: ...
+    @_builtins.property
+    def trick_result(self) -> _trick_pb2.TrickResult:
+        """A trick match's result (ranking, deals), instead of `result`."""
+
     def __init__(
         self,
         *,
         result: _game_pb2.GameResult | None = ...,
         seed: _builtins.int = ...,
         seed_commitment: _builtins.str = ...,
+        trick_result: _trick_pb2.TrickResult | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result", "trick_result", b"trick_result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result", "seed", b"seed", "seed_commitment", b"seed_commitment"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result", "seed", b"seed", "seed_commitment", b"seed_commitment", "trick_result", b"trick_result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1648,9 +1692,16 @@ class GetReplayResponse(_message.Message):
     DISPLAY_NAMES_FIELD_NUMBER: _builtins.int
     STARTED_AT_MS_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    TRICK_OPTIONS_FIELD_NUMBER: _builtins.int
+    TRICK_RESULT_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     seed_commitment: _builtins.str
     started_at_ms: _builtins.int
+    game: _builtins.str
+    """The game played ("trick"; empty for the adding game) and, for a trick match, its options
+    and result: Setup(game, player_ids, trick_options, seed) then every move re-runs it.
+    """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -1667,6 +1718,10 @@ class GetReplayResponse(_message.Message):
     def rules(self) -> Global___RuleSummary:
         """The preset played and its house rules; unset for kr-product and classic."""
 
+    @_builtins.property
+    def trick_options(self) -> _trick_pb2.TrickOptions: ...
+    @_builtins.property
+    def trick_result(self) -> _trick_pb2.TrickResult: ...
     def __init__(
         self,
         *,
@@ -1680,10 +1735,13 @@ class GetReplayResponse(_message.Message):
         display_names: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         started_at_ms: _builtins.int = ...,
         rules: Global___RuleSummary | None = ...,
+        game: _builtins.str = ...,
+        trick_options: _trick_pb2.TrickOptions | None = ...,
+        trick_result: _trick_pb2.TrickResult | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "result", b"result", "rules", b"rules"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "result", b"result", "rules", b"rules", "trick_options", b"trick_options", "trick_result", b"trick_result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_names", b"display_names", "events", b"events", "moves", b"moves", "options", b"options", "player_ids", b"player_ids", "result", b"result", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "started_at_ms", b"started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_names", b"display_names", "events", b"events", "game", b"game", "moves", b"moves", "options", b"options", "player_ids", b"player_ids", "result", b"result", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "started_at_ms", b"started_at_ms", "trick_options", b"trick_options", "trick_result", b"trick_result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
