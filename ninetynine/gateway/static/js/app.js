@@ -1,5 +1,5 @@
 // The web table's entry point: screens (lobby, table, results, replay), the server connection and the
-// demo mode (`?demo=table|lobby|results|replay|banners|presets`, `demo=1` = table) that renders fixtures without a server.
+// demo mode (`?demo=table|lobby|results|replay|banners|presets|trick-bid|trick-play`, `demo=1` = table) that renders fixtures without a server.
 
 import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
@@ -8,6 +8,7 @@ import { buildFrames, renderFrame } from './replay.js';
 import { Sound } from './sound.js';
 import { verifyDeal } from './verify.js';
 import { avatarFor, displayName, Table } from './table.js';
+import { renderTrickResults, TrickTable } from './trick.js';
 
 const params = new URLSearchParams(location.search);
 const demo = params.get('demo') === '1' ? 'table' : params.get('demo');
@@ -42,7 +43,7 @@ const SPEC_MODES = new Set(['kr-product', 'classic']);
 
 function show(screen) {
   if (document.body.dataset.screen !== screen) $('[data-testid="toast"]').hidden = true; // stale elsewhere
-  for (const id of ['lobby', 'table', 'results', 'replay']) $(`#screen-${id}`).hidden = id !== screen;
+  for (const id of ['lobby', 'table', 'trick', 'results', 'replay']) $(`#screen-${id}`).hidden = id !== screen;
   document.body.dataset.screen = screen;
 }
 
@@ -137,7 +138,8 @@ function applyLanguage() {
   fillPresets();
   setConnState($('[data-testid="connection"]').dataset.state);
   if (app.room) renderWaitingRoom();
-  if (app.view) { tailorHelp(app.view.mode, app.view.options, app.room?.rules); app.table.render(app.view); }
+  if (app.view?.game === 'trick') app.trickTable.render(app.view);
+  else if (app.view) { tailorHelp(app.view.mode, app.view.options, app.room?.rules); app.table.render(app.view); }
   if (app.view?.phase === 'finished') renderResults(app.view);
   if (app.replay) {
     app.frames = buildFrames(app.replay);
@@ -180,7 +182,8 @@ function renderRooms(rooms) {
       h('div', {},
         h('b', { class: 'mono' }, r.roomId), ' ',
         h('span', { class: `phase phase-${r.phase}` }, t(r.phase)),
-        h('div', { class: 'muted' }, `${r.hostName} · ${r.seated}/${r.maxSeats} · ${r.rules ?? r.mode}`)),
+        h('div', { class: 'muted' }, `${r.hostName} · ${r.seated}/${r.maxSeats} · ${
+          r.game === 'trick' ? t('gameTrick') : r.rules ?? r.mode}`)),
       h('div', { class: 'row' },
         r.phase === 'waiting' && r.seated < r.maxSeats
           ? h('button', { type: 'button', class: 'btn small primary', 'data-action': 'join', onclick: () => joinRoom(r.roomId) }, t('join'))
@@ -217,6 +220,9 @@ function renderWaitingRoom() {
       h('div', { class: 'muted' }, t('shareCode')),
       h('button', { type: 'button', class: 'room-code mono', 'data-testid': 'room-code',
         onclick: () => navigator.clipboard?.writeText(room.roomId).then(() => toast(t('copied')), () => {}) }, room.roomId)),
+    room.game === 'trick' ? h('div', { class: 'room-rules', 'data-testid': 'room-game', 'data-game': 'trick' },
+      h('b', {}, t('gameTrick')), ' ',
+      h('span', { class: 'muted' }, t('tr_target', { n: room.trickOptions?.target ?? 100 }))) : null,
     room.rules ? h('div', { class: 'room-rules', 'data-testid': 'room-rules', 'data-rules': room.rules.name },
       h('b', {}, room.rules.name), ' ', h('span', { class: 'muted' }, presetSummary(room.rules)),
       Object.keys(room.rules.overrides).length
@@ -227,7 +233,7 @@ function renderWaitingRoom() {
     h('div', { class: 'row center' },
       isHost ? h('button', { type: 'button', class: 'btn', 'data-testid': 'add-bot', disabled: room.seats.length >= room.maxSeats,
         onclick: () => send({ type: 'addBot' }) }, t('addBot')) : null,
-      isHost ? h('button', { type: 'button', class: 'btn primary', 'data-testid': 'start-game', disabled: room.seats.length < 2,
+      isHost ? h('button', { type: 'button', class: 'btn primary', 'data-testid': 'start-game', disabled: room.seats.length < (room.game === 'trick' ? room.maxSeats : 2),
         onclick: () => send({ type: 'startGame' }) }, t('start')) : h('div', { class: 'muted' }, t('waitHost')),
       h('button', { type: 'button', class: 'btn ghost', 'data-testid': 'leave-room', onclick: leaveRoom }, t('leave'))),
   );
@@ -245,9 +251,27 @@ function send(message) {
   return id;
 }
 
+function trickChosen() {
+  return $('#opt-game').value === 'trick';
+}
+
+/** The trick game has its own options and exactly three seats: the adding game's fields go away. */
+function gameChosen() {
+  $('#trick-fields').hidden = !trickChosen();
+  $('#adding-fields').hidden = trickChosen();
+}
+
 function createRoom() {
   const name = playerName();
   if (!name) return;
+  if (trickChosen()) {
+    const trickOptions = {};
+    for (const sel of document.querySelectorAll('[data-trick-opt]')) {
+      trickOptions[sel.dataset.trickOpt] = /^\d+$/.test(sel.value) ? Number(sel.value) : sel.value;
+    }
+    send({ type: 'createRoom', name, seats: 3, game: 'trick', trickOptions });
+    return;
+  }
   const message = { type: 'createRoom', name, seats: Number($('#opt-seats').value), options: readOptions() };
   const preset = chosenPreset();
   if (preset) {
@@ -318,6 +342,7 @@ function resetToLobby() {
   app.view = null;
   app.replay = null;
   app.table.reset();
+  app.trickTable.reset();
   stopAutoplay();
   renderWaitingRoom();
   show('lobby');
@@ -336,6 +361,15 @@ function play(action, moveSeq) {
 
 function renderResults(view) {
   const result = view.result;
+  $('#trick-deals').hidden = true;
+  if (view.game === 'trick') {
+    $('[data-testid="rematch"]').hidden = view.viewer === null;
+    $('[data-testid="verify-deal"]').hidden = true; // the deal check re-runs the adding game's deal
+    const bot = (id) => Boolean(app.room?.seats.find((s) => s.playerId === id)?.bot);
+    renderTrickResults(view, { summary: $('[data-testid="summary"]'), ranking: $('#ranking'), deals: $('#trick-deals'), bot });
+    return;
+  }
+  $('[data-testid="verify-deal"]').hidden = false;
   $('[data-testid="rematch"]').hidden = view.viewer === null; // a spectator has no seat to bring
   if (app.resultsOf !== view.seedCommitment) { // a new game's results: the last check is not about it
     app.resultsOf = view.seedCommitment;
@@ -440,6 +474,7 @@ function onMessage(msg) {
     case 'room':
       app.room = msg.room;
       app.table.setRoom(msg.room);
+      app.trickTable.setRoom(msg.room);
       renderWaitingRoom();
       if (msg.room.phase === 'waiting') {
         app.table.catchingUp = false;
@@ -454,7 +489,7 @@ function onMessage(msg) {
       renderRooms(msg.rooms);
       break;
     case 'view':
-      onView(msg.view);
+      onView(msg.view ?? msg.trick);
       break;
     case 'snapshot':
       break; // the view that follows replaces everything
@@ -471,6 +506,10 @@ function onMessage(msg) {
       toast(msg.message, msg.reason);
       if (app.rematch && app.rematch.id === msg.id) app.rematch = null;
       if (msg.reason === 'INVALID_TOKEN') { toast(t('sessionLost'), msg.reason); resetToLobby(); }
+      if (app.view?.game === 'trick') {
+        if (app.conn?.isLatestPlay?.(msg)) app.trickTable.playRefused();
+        break;
+      }
       if (app.conn?.isLatestPlay?.(msg)) app.table.playRefused(msg.reason, Number(msg.metadata?.currentMoveSeq));
       if (app.view) app.table.render(app.view); // re-enable the hand after a refused play
       break;
@@ -485,6 +524,18 @@ function onMessage(msg) {
 function onView(view) {
   app.view = view;
   app.table.catchingUp = false;
+  if (view.game === 'trick') {
+    document.body.dataset.game = 'trick';
+    if (view.phase === 'finished') {
+      renderResults(view);
+      show('results');
+      return;
+    }
+    show('trick');
+    app.trickTable.render(view);
+    return;
+  }
+  document.body.dataset.game = 'adding';
   tailorHelp(view.mode, view.options, app.room?.rules);
   if (view.phase === 'finished') {
     renderResults(view);
@@ -528,6 +579,14 @@ async function startDemo() {
     if (step) showFrame(step);
     return;
   }
+  if (demo === 'trick-bid' || demo === 'trick-play') {
+    app.conn = { session: { playerId: 'p1', host: true } };
+    onMessage(await loadDemo('room-trick'));
+    const message = await loadDemo(`view-${demo}`);
+    message.trick.deadline = Date.now() + 20_000; // a running clock
+    onMessage(message);
+    return;
+  }
   if (demo === 'results') {
     onView((await loadDemo('view-finished')).view);
     return;
@@ -559,6 +618,7 @@ async function startDemo() {
 function wire() {
   $('[data-testid="create-room"]').addEventListener('click', createRoom);
   $('#opt-rules').addEventListener('change', presetChosen);
+  $('#opt-game').addEventListener('change', gameChosen);
   $('[data-testid="join-room"]').addEventListener('click', () => joinRoom());
   $('[data-testid="spectate-room"]').addEventListener('click', () => spectate());
   $('[data-testid="refresh-rooms"]').addEventListener('click', () => send({ type: 'listRooms' }));
@@ -619,6 +679,9 @@ function main() {
   app.table = new Table($('#screen-table'), {
     play, toast, leave: leaveRoom, serverNow: () => app.conn?.serverNow?.() ?? Date.now(),
     sound: (name) => app.sound.play(name),
+  });
+  app.trickTable = new TrickTable($('#screen-trick'), {
+    play, leave: leaveRoom, serverNow: () => app.conn?.serverNow?.() ?? Date.now(),
   });
   renderSoundToggle();
   wire();

@@ -33,7 +33,7 @@ export function bidCount(cards, suitValues) {
 
 export class TrickTable {
   /**
-   * @param {HTMLElement} root the #screen-table element (shared with the adding game's table)
+   * @param {HTMLElement} root the #screen-trick element
    * @param {{play: (action: object, moveSeq: number) => void, serverNow: () => number, leave: () => void}} actions
    */
   constructor(root, actions) {
@@ -195,7 +195,7 @@ export class TrickTable {
   send(action) {
     if (this.sending || !this.view) return;
     this.sending = true;
-    this.actions.play(action, this.view.seq);
+    this.actions.play({ trick: action }, this.view.seq);
     this.render(this.view);
   }
 
