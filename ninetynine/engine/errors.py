@@ -16,6 +16,10 @@ CARD_TOO_EARLY, SAME_NUMBER_TWICE, UNKNOWN_PLAYER, REPLAY_UNSUPPORTED
 STALE_STATE                                                            ABORTED
 =====================================================================  ======================
 
+The trick game's own reasons (:class:`~ninetynine.engine.trick.errors.TrickReason`) have their
+table, :data:`TRICK_REASON_STATUS`, and :func:`from_trick_error`; a trick refusal with one of the
+adding game's reasons uses :data:`REASON_STATUS` and that reason's texts.
+
 A caller of the engine (or of a service that passes its refusals on) turns a failed call into a
 :class:`~ninetynine.common.errors.ServiceError` with :func:`from_rpc_error`, never with
 :func:`~ninetynine.common.errors.to_service_error` alone: a rule reason then always gets both
@@ -32,8 +36,18 @@ import grpc
 from ninetynine.common.errors import ServiceError, to_service_error
 from ninetynine.engine.rules.errors import Reason, RuleError
 from ninetynine.engine.rules.errors import message as rule_message
+from ninetynine.engine.trick.errors import TrickError, TrickReason
+from ninetynine.engine.trick.errors import message as trick_message
 
-__all__ = ["ENGINE_DOMAIN", "REASON_STATUS", "from_rpc_error", "from_rule_error", "rule_texts"]
+__all__ = [
+    "ENGINE_DOMAIN",
+    "REASON_STATUS",
+    "TRICK_REASON_STATUS",
+    "from_rpc_error",
+    "from_rule_error",
+    "from_trick_error",
+    "rule_texts",
+]
 
 ENGINE_DOMAIN = "engine.ninetynine"
 
@@ -69,6 +83,32 @@ REASON_STATUS: dict[Reason, grpc.StatusCode] = {
 }
 
 
+TRICK_REASON_STATUS: dict[TrickReason, grpc.StatusCode] = {
+    TrickReason.INVALID_PLAYER_COUNT: _C.INVALID_ARGUMENT,
+    TrickReason.BID_CARD_COUNT: _C.INVALID_ARGUMENT,
+    TrickReason.INVALID_ACTION: _C.INVALID_ARGUMENT,
+    TrickReason.UNKNOWN_GAME: _C.INVALID_ARGUMENT,
+    TrickReason.WRONG_PHASE: _C.FAILED_PRECONDITION,
+    TrickReason.MUST_FOLLOW_SUIT: _C.FAILED_PRECONDITION,
+    TrickReason.BID_ALREADY_PLACED: _C.FAILED_PRECONDITION,
+}
+
+
+def from_trick_error(err: TrickError, domain: str = ENGINE_DOMAIN) -> ServiceError:
+    """A trick-game refusal as a :class:`ServiceError` (its reason's status, both texts); its
+    metadata names the game (``game: trick``)."""
+    reason = err.reason
+    status = REASON_STATUS[reason] if isinstance(reason, Reason) else TRICK_REASON_STATUS[reason]
+    return ServiceError(
+        status,
+        reason.value,
+        domain,
+        metadata={**err.meta, "game": "trick"},
+        message_ko=err.message("ko"),
+        message_en=err.message("en"),
+    )
+
+
 def from_rule_error(err: RuleError, domain: str = ENGINE_DOMAIN) -> ServiceError:
     """Translate a rules-engine refusal into a :class:`ServiceError` using :data:`REASON_STATUS`."""
     return ServiceError(
@@ -83,10 +123,18 @@ def from_rule_error(err: RuleError, domain: str = ENGINE_DOMAIN) -> ServiceError
 
 def rule_texts(reason: str, metadata: Mapping[str, str]) -> tuple[str, str] | None:
     """The Korean and English texts of a rule ``reason`` with its ``metadata``; None for other reasons."""
-    if reason not in Reason.__members__:
-        return None
-    rule, meta = Reason(reason), dict(metadata)
-    return rule_message(rule, meta, "ko"), rule_message(rule, meta, "en")
+    meta = dict(metadata)
+    # A trick refusal says so (metadata game=trick): its INVALID_PLAYER_COUNT has its own text.
+    if meta.get("game") == "trick" and reason in TrickReason.__members__:
+        trick = TrickReason(reason)
+        return trick_message(trick, meta, "ko"), trick_message(trick, meta, "en")
+    if reason in Reason.__members__:
+        rule = Reason(reason)
+        return rule_message(rule, meta, "ko"), rule_message(rule, meta, "en")
+    if reason in TrickReason.__members__:
+        trick = TrickReason(reason)
+        return trick_message(trick, meta, "ko"), trick_message(trick, meta, "en")
+    return None
 
 
 def from_rpc_error(e: grpc.RpcError, *, default_domain: str) -> ServiceError:

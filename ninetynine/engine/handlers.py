@@ -27,13 +27,14 @@ from prometheus_client import CollectorRegistry, Counter
 
 from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import Lang, ServiceError
-from ninetynine.engine import convert, rules
-from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error
+from ninetynine.engine import convert, games, rules
+from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error, from_trick_error
 from ninetynine.engine.rules import CLASSIC, KR, PRESETS, GameState, Options, Reason, RuleError, RuleSet
 from ninetynine.engine.rules.overrides import MAX_OVERRIDE_TEXT, apply_overrides, label_options
 from ninetynine.engine.rules.presets import preset_names, rules_for
 from ninetynine.engine.rules.validate import MAX_TURN_START_MS, check_room_for_a_move
 from ninetynine.engine.ruleset_proto import check_rules, rules_to_proto
+from ninetynine.engine.trick import TrickError
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
 
@@ -154,8 +155,12 @@ def list_rules() -> rules_pb2.ListRulesResponse:
                 min_players=fewest,
                 max_players=most,
                 rules=rules_to_proto(rules),
+                game=games.ADDING,
             )
         )
+    for kind in games.GAMES.values():
+        if kind.listing is not None:
+            response.presets.extend(kind.listing())
     return response
 
 
@@ -172,6 +177,17 @@ class EngineHandlers:
     def __init__(self, metrics: RulesMetrics, *, log_fields: bool = True) -> None:
         self.metrics = metrics
         self._bind: Callable[..., None] = bind_rpc_fields if log_fields else _no_fields
+        # Every other game of the registry, by name: the handlers below serve the adding game and
+        # hand any other game's requests to its service.
+        self._games: dict[str, games.GameService] = {
+            kind.name: kind.service(metrics, self._bind)
+            for kind in games.GAMES.values()
+            if kind.service is not None
+        }
+
+    def _other(self, msg: state_pb2.State) -> games.GameService | None:
+        """The service of the game ``msg`` is a state of; None for the adding game."""
+        return self._games.get(games.kind_of(msg).name)
 
     def refusal(self, err: RuleError) -> ServiceError:
         """The service error for a rules refusal (counted by reason)."""
@@ -192,6 +208,13 @@ class EngineHandlers:
         self._bind(seq=after.seq, phase=after.phase.value)
 
     def setup(self, request: pb.SetupRequest) -> pb.SetupResponse:
+        try:
+            other = self._games.get(games.kind_named(request.game).name)
+        except TrickError as err:
+            self.metrics.refusals.labels(err.reason.value).inc()
+            raise from_trick_error(err, ENGINE_DOMAIN) from None
+        if other is not None:
+            return other.setup(request)
         try:
             options = convert.options_from_proto(request.options)
             self._bind(mode=options.mode, seq=0)
@@ -246,6 +269,11 @@ class EngineHandlers:
     ) -> pb.ApplyResponse:
         """Apply's work on its request's parts; the new state goes into ``state_out`` when given
         (the response's ``state`` stays empty), so an in-process caller gets it without a copy."""
+        other = self._other(msg)
+        if other is not None:
+            return other.apply_to(
+                msg, player_id, action_msg, expected_seq=expected_seq, now_ms=now_ms, state_out=state_out
+            )
         try:
             state = self._state(msg)
             check_room_for_a_move(state)
@@ -263,6 +291,9 @@ class EngineHandlers:
 
     def view(self, request: pb.ViewRequest, lang: Lang) -> pb.ViewResponse:
         """What ``request.viewer_id`` may see, its texts in ``lang``."""
+        other = self._other(request.state)
+        if other is not None:
+            return other.view(request, lang)
         try:
             state = self._state(request.state)
             view = rules.player_view(state, request.viewer_id or None)
@@ -288,6 +319,9 @@ class EngineHandlers:
         state_out: state_pb2.State | None = None,
     ) -> pb.TimeoutResponse:
         """Timeout's work on its request's parts (``state_out``: as :meth:`apply_to`)."""
+        other = self._other(msg)
+        if other is not None:
+            return other.timeout_of(msg, expected_seq=expected_seq, now_ms=now_ms, state_out=state_out)
         try:
             state = self._state(msg)
             if expected_seq is not None and expected_seq != state.seq:

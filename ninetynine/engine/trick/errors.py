@@ -19,6 +19,8 @@ class TrickReason(StrEnum):
     BID_CARD_COUNT = "BID_CARD_COUNT"
     BID_ALREADY_PLACED = "BID_ALREADY_PLACED"
     INVALID_PLAYER_COUNT = "INVALID_PLAYER_COUNT"
+    INVALID_ACTION = "INVALID_ACTION"
+    UNKNOWN_GAME = "UNKNOWN_GAME"
 
 
 TEXTS: dict[TrickReason, tuple[str, str]] = {
@@ -39,6 +41,11 @@ TEXTS: dict[TrickReason, tuple[str, str]] = {
         "이 게임은 정확히 3명이 해요 (지금 {count}명)",
         "This game is for exactly 3 players (got {count})",
     ),
+    TrickReason.INVALID_ACTION: (
+        "이 게임에서 할 수 없는 동작이에요 ({detail})",
+        "That is not an action of this game ({detail})",
+    ),
+    TrickReason.UNKNOWN_GAME: ("알 수 없는 게임이에요: {game}", "Unknown game: {game}"),
 }
 
 

@@ -10,8 +10,10 @@ seat; times are integer milliseconds supplied by the caller.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from ..rules.rng import RngState
 from .options import TrickOptions
@@ -93,6 +95,22 @@ class DealLine:
             "score": self.score,
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DealLine:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            player=d["player"],
+            bid=tuple(d["bid"]),
+            bid_tricks=d["bidTricks"],
+            tricks=d["tricks"],
+            made=d["made"],
+            trick_points=d["trickPoints"],
+            contract_points=d["contractPoints"],
+            declarer_points=d["declarerPoints"],
+            total=d["total"],
+            score=d["score"],
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class DealRecord:
@@ -112,6 +130,12 @@ class DealRecord:
             "contractsMade": self.contracts_made,
             "lines": [ln.to_dict() for ln in self.lines],
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DealRecord:
+        """The inverse of :meth:`to_dict`."""
+        lines = tuple(DealLine.from_dict(ln) for ln in d["lines"])
+        return cls(d["deal"], d["dealer"], d["trumps"], d["declarer"], d["contractsMade"], lines)
 
 
 @dataclass(slots=True)

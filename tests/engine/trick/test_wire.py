@@ -10,7 +10,9 @@ import orjson
 import pytest
 
 from ninetynine.common.codec import Codec
-from ninetynine.engine.trick import TrickOptions, TrickState, apply, pending, player_view, setup
+from ninetynine.engine import trick_wire
+from ninetynine.engine.trick import TrickError, TrickOptions, TrickState, apply, pending, player_view, setup
+from ninetynine.engine.trick.validate import validate_state
 from ninetynine.engine.v1 import events_pb2, trick_pb2
 
 from .builders import SEATS, random_policy
@@ -59,3 +61,34 @@ def test_a_viewer_not_seated_sees_the_spectator_view() -> None:
     s, _ = setup(SEATS, seed=3)
     assert player_view(s, "someone") == player_view(s, None)
     assert player_view(s, None)["viewer"] is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_state_of_a_match_survives_the_wire_and_passes_validation(seed: int) -> None:
+    """state_into then state_from_proto gives the same state back (validated on the way in)."""
+    options = TrickOptions(trumps="byContracts" if seed % 2 else "none", max_deals=9, ties="playOn")
+    s, _ = setup(SEATS, options, seed=seed, now_ms=5, names={"a": "Ann"})
+    policy = random_policy(random.Random(seed), announce_chance=0.3)
+    moves = 0
+    while True:
+        msg = trick_pb2.TrickState()
+        trick_wire.state_into(s, msg)
+        assert trick_wire.state_from_proto(msg) == s
+        if s.finished:
+            break
+        player = pending(s)[-1]
+        s, _ = apply(s, player, policy(s, player), now_ms=10 + moves)
+        moves += 1
+
+
+def test_validation_refuses_what_the_rules_could_not_have_made() -> None:
+    s, _ = setup(SEATS, seed=9)
+    broken = s.clone()
+    broken.scores["a"] = 5
+    with pytest.raises(TrickError) as caught:
+        validate_state(broken)
+    assert caught.value.meta["detail"] == "scores are not the sum of the deals"
+    moved = s.clone()
+    moved.hands["a"] = [*moved.hands["a"], moved.hands["b"].pop()]
+    with pytest.raises(TrickError):
+        validate_state(moved)
