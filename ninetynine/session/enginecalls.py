@@ -16,12 +16,21 @@ import grpc
 from ninetynine.common.errors import ServiceError
 from ninetynine.engine.client import EngineClient
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
-from ninetynine.engine.v1 import game_pb2, trick_pb2
+from ninetynine.engine.v1 import game_pb2, state_pb2, trick_pb2
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.v1 import room_document_pb2 as doc_pb
 
 ENGINE_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def state_key(state: state_pb2.State) -> tuple[int, str]:
+    """What tells two states of a room apart: the game's move counter and seed commitment (a trick
+    match keeps its whole state in ``State.trick``, every other field unset)."""
+    if state.HasField("trick"):
+        return state.trick.seq, state.trick.seed_commitment
+    return state.seq, state.seed_commitment
+
 
 T = TypeVar("T")
 
@@ -116,7 +125,7 @@ class EngineCalls:
                 state,
                 player_id,
                 action,
-                expected_seq=state.seq,
+                expected_seq=state_key(state)[0],
                 now_ms=now,
                 state_wire=state_wire,
                 state_out=state,
@@ -131,7 +140,11 @@ class EngineCalls:
         return await self._call(
             "Timeout",
             self.client.timeout(
-                state, expected_seq=state.seq, now_ms=now, state_wire=state_wire, state_out=state
+                state,
+                expected_seq=state_key(state)[0],
+                now_ms=now,
+                state_wire=state_wire,
+                state_out=state,
             ),
         )
 

@@ -44,7 +44,8 @@ from ninetynine.engine.trick import TrickOptions, TrickState
 from ninetynine.engine.trick import game_result as trick_game_result
 from ninetynine.engine.trick import private_view as trick_private_view
 from ninetynine.engine.trick import public_view as trick_public_view
-from ninetynine.engine.trick import timeout_action as trick_bot_action
+from ninetynine.engine.trick.bot import bot_action as trick_bot_action
+from ninetynine.engine.trick_wire import action_into as trick_action_into
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
 from ninetynine.engine.v1 import game_pb2, state_pb2, trick_pb2, view_pb2
 from ninetynine.session import rulebook, trickwire
@@ -119,6 +120,14 @@ class Game(ABC):
     def state_seq(self, doc: doc_pb.RoomDocument) -> int:
         """The game's move counter (views and deadlines are checked against it)."""
         return doc.state.seq
+
+    def seed(self, doc: doc_pb.RoomDocument) -> tuple[int, str]:
+        """The game's seed and its commitment."""
+        return doc.state.seed, doc.state.seed_commitment
+
+    def outdated(self, doc: doc_pb.RoomDocument, move_seq: int) -> bool:
+        """Whether a play chosen from the view of move ``move_seq`` is for another situation."""
+        return move_seq != self.state_seq(doc)
 
     async def timeout(
         self, engine: EngineCalls, doc: doc_pb.RoomDocument, wire: bytes | None, player_id: str, now: int
@@ -345,6 +354,18 @@ class Trick(Game):
     def state_seq(self, doc: doc_pb.RoomDocument) -> int:
         return doc.state.trick.seq
 
+    def seed(self, doc: doc_pb.RoomDocument) -> tuple[int, str]:
+        return doc.state.trick.seed, doc.state.trick.seed_commitment
+
+    def outdated(self, doc: doc_pb.RoomDocument, move_seq: int) -> bool:
+        # The bids of one deal are laid in any order: another player's bid since the view does
+        # not change the hand a bid is chosen from.
+        state = doc.state.trick
+        if state.phase == _TRICK_BIDDING:
+            laid = sum(1 for s in state.seats if s.bid)
+            return not state.seq - laid <= move_seq <= state.seq
+        return move_seq != state.seq
+
     def finished(self, doc: doc_pb.RoomDocument) -> bool:
         return doc.state.trick.phase == _TRICK_FINISHED
 
@@ -379,9 +400,8 @@ class Trick(Game):
         return action.HasField("trick") and not action.card_id
 
     def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
-        move = trick_bot_action(cast(TrickState, game), player_id)
         out = game_pb2.Action()
-        _TRICK_CODEC.decode(move.to_dict(), out.trick)
+        trick_action_into(trick_bot_action(cast(TrickState, game), player_id), out)
         return out
 
     def timed_moves(self, timed: engine_pb.TimeoutResponse) -> list[tuple[str, game_pb2.Action]]:

@@ -124,7 +124,8 @@ class Plays:
             raise session_error("GAME_NOT_STARTED", roomId=doc.room_id)
         # After the client_seq checks, so a resent play still gets its first outcome: a play
         # chosen for an older situation must not land at today's total just because it is legal.
-        current = games.of(doc).state_seq(doc)
-        if expected_move_seq is not None and expected_move_seq != current:
+        game = games.of(doc)
+        if expected_move_seq is not None and game.outdated(doc, expected_move_seq):
+            current = game.state_seq(doc)
             raise session_error("VIEW_OUTDATED", moveSeq=expected_move_seq, currentMoveSeq=current)
         return await self.engine.apply(doc, self.cache.wire_at(room_id, doc.state), player_id, action, now)

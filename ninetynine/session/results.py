@@ -23,9 +23,10 @@ class Results:
 
     async def get_result(self, room_id: str) -> pb.GetResultResponse:
         loaded = await self._finished(room_id)
-        state = loaded.doc.state
-        response = pb.GetResultResponse(seed=state.seed, seed_commitment=state.seed_commitment)
-        games.of(loaded.doc).result_into(loaded.game_state(), response)
+        game = games.of(loaded.doc)
+        seed, commitment = game.seed(loaded.doc)
+        response = pb.GetResultResponse(seed=seed, seed_commitment=commitment)
+        game.result_into(loaded.game_state(), response)
         return response
 
     async def get_replay(self, room_id: str) -> pb.GetReplayResponse:
@@ -34,8 +35,7 @@ class Results:
         game = games.of(doc)
         response = pb.GetReplayResponse()
         game.replay_into(doc, loaded.game_state(), response)
-        response.seed = doc.state.seed
-        response.seed_commitment = doc.state.seed_commitment
+        response.seed, response.seed_commitment = game.seed(doc)
         response.moves.extend(doc.moves)
         response.display_names.update({s.player_id: s.name for s in doc.seats})
         response.started_at_ms = doc.started_at_ms

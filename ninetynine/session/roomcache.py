@@ -25,6 +25,7 @@ from ninetynine.common.logging import get_logger
 from ninetynine.common.wire import field_payload
 from ninetynine.engine.v1 import events_pb2, state_pb2
 from ninetynine.session import games, rooms
+from ninetynine.session.enginecalls import state_key
 from ninetynine.session.errors import session_error
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.store.base import (
@@ -228,7 +229,11 @@ class RoomCache:
     def game_at(self, room_id: str, doc: doc_pb.RoomDocument) -> object:
         """The decoded game of ``doc`` (a step's copy of the room), the cached room's if it is that state."""
         cached = self.cached(room_id)
-        if cached is not None and cached.doc.HasField("state") and cached.doc.state.seq == doc.state.seq:
+        if (
+            cached is not None
+            and cached.doc.HasField("state")
+            and state_key(cached.doc.state) == state_key(doc.state)
+        ):
             return cached.game_state()
         return games.of(doc).decode(doc)
 
@@ -238,8 +243,7 @@ class RoomCache:
         cached = self.cached(room_id)
         if cached is None or not cached.doc.HasField("state"):
             return None
-        held = cached.doc.state
-        if held.seq != state.seq or held.seed_commitment != state.seed_commitment:
+        if state_key(cached.doc.state) != state_key(state):
             return None
         return cached.state_wire()
 
@@ -309,9 +313,9 @@ class RoomCache:
                     self._fanout_pending.pop(fanout_key, None)
                     raise
                 loaded = Loaded(record, doc)
-                if doc.state.seq == current.doc.state.seq and doc.HasField("state") == current.doc.HasField(
+                if state_key(doc.state) == state_key(current.doc.state) and doc.HasField(
                     "state"
-                ):
+                ) == current.doc.HasField("state"):
                     loaded.game = current.game  # the game did not move: its decoded state still holds
                 self.remember(loaded)
                 if is_move:

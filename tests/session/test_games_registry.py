@@ -14,7 +14,11 @@ from ninetynine.session.v1 import room_document_pb2 as doc_pb
 
 SESSION = Path(ninetynine.session.__file__).parent
 # A game's rules, decoders and views: what only the registry (and its entries' helpers) may import.
-GAME_MODULES = ("ninetynine.engine.rules", "ninetynine.engine.convert", "ninetynine.engine.trick")
+GAME_MODULES = (
+    "ninetynine.engine.rules",
+    "ninetynine.engine.convert",
+    "ninetynine.engine.trick",
+)  # trick_wire too
 # The registry and the helpers its entries are made of.
 ENTRY_MODULES = {"games.py", "bots.py", "rulebook.py", "trickwire.py"}
 

@@ -1,0 +1,99 @@
+"""The web table of the trick-taking 99 in headless Chromium: one deal against two bots, tapped.
+
+The lobby's game select creates a trick room; the human sets three cards aside (the bid box shows
+the tricks they bid), announces or passes, and plays one of the cards the server marks playable
+until the deal is scored. What the server saw is checked from the page's own WebSocket frames.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import Browser, Servers
+
+pytestmark = pytest.mark.browser
+
+HUMAN = "지호"
+DEAL_TIMEOUT_MS = 60_000
+SUIT_VALUE = {"C": 3, "H": 2, "S": 1, "D": 0}
+# Something for me to do (bid, announce or pass, a card to play), or the first deal is over.
+MY_MOVE_OR_DEAL_OVER = """() => document.querySelector('[data-testid="place-bid"]')
+  || document.querySelector('[data-testid="announce-box"]')
+  || document.querySelector('[data-testid="hand"] .card.playable:not([disabled])')
+  || document.querySelector('[data-testid="deal-line"]')
+  || !document.querySelector('#screen-results').hidden"""
+
+
+async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: Browser) -> None:
+    page = browser.page
+    await page.goto(servers.url)
+    await page.get_by_test_id("player-name").fill(HUMAN)
+    await page.get_by_test_id("opt-game").select_option("trick")
+    assert await page.get_by_test_id("opt-seats").is_hidden()  # three seats, always
+    await page.get_by_test_id("create-room").tap()
+    await page.get_by_test_id("waiting-room").wait_for()
+    assert await page.get_by_test_id("room-game").get_attribute("data-game") == "trick"
+    assert await page.get_by_test_id("start-game").is_disabled()  # three seats to fill first
+    for seat in (1, 2):
+        await page.get_by_test_id("add-bot").tap()
+        await page.locator(f'[data-testid="seat-{seat}"]:not(.free)').wait_for()
+    await page.get_by_test_id("start-game").tap()
+    await page.locator("#screen-trick").wait_for(state="visible")
+
+    # The bid: three cards set aside, the box counts the tricks they bid (♣3 ♥2 ♠1 ♦0).
+    await page.get_by_test_id("place-bid").wait_for()
+    assert await page.get_by_test_id("place-bid").is_disabled()
+    chosen: list[str] = []
+    for _ in range(3):
+        card = page.locator('[data-testid="hand"] .card').first
+        chosen.append(str(await card.get_attribute("data-card")))
+        await card.tap()
+    made = sum(SUIT_VALUE[c[-1]] for c in chosen)
+    assert await page.get_by_test_id("bid-count").inner_text() in (f"트릭 {made}개 약속",)
+    await browser.screenshot("trick-bid")
+    await page.get_by_test_id("place-bid").tap()
+
+    moves: list[str] = ["bid"]
+    while True:
+        await page.wait_for_function(MY_MOVE_OR_DEAL_OVER, timeout=DEAL_TIMEOUT_MS)
+        if (
+            await page.locator('[data-testid="deal-line"]').count()
+            or await page.locator("#screen-results").is_visible()
+        ):
+            break
+        if await page.get_by_test_id("announce-box").count():
+            await page.get_by_test_id("pass").tap()
+            moves.append("pass")
+            await page.get_by_test_id("announce-box").wait_for(state="detached")
+            continue
+        playable = page.locator('[data-testid="hand"] .card.playable:not([disabled])')
+        if not await playable.count():
+            continue  # the view moved on meanwhile
+        card_id = await playable.first.get_attribute("data-card")
+        if "card" not in moves:
+            await browser.screenshot("trick-play")
+        await playable.first.tap()
+        moves.append("card")
+        await page.locator(f'[data-testid="hand"] [data-card="{card_id}"]').wait_for(state="detached")
+
+    sent = [f.message["action"]["trick"] for f in browser.log.sent("play")]
+    assert sent[0] == {"kind": "bid", "cards": chosen}
+    assert {a["kind"] for a in sent} >= {"bid", "play"}
+    scored = [m["event"] for m in browser.log.received("event") if m["event"]["type"] == "dealScored"]
+    assert scored and scored[0]["deal"] == 1
+    mine = next(ln for ln in scored[0]["lines"] if ln["player"] == "p1")
+    assert sorted(mine["bid"]) == sorted(chosen) and mine["bidTricks"] == made
+    # Every card I played was one the server's view marked playable (follow-suit).
+    for frame in browser.log.sent("play"):
+        action = frame.message["action"]["trick"]
+        if action["kind"] == "play":
+            views = [
+                m["trick"]
+                for m in browser.log.received("view")
+                if m["trick"]["seq"] == frame.message["moveSeq"]
+            ]
+            assert views and any(
+                c["card"]["id"] == action["card"] and c["playable"] for c in views[-1]["hand"]
+            )
+    assert not browser.log.schema_errors and not browser.log.page_errors
+    await browser.screenshot("trick-deal-scored")

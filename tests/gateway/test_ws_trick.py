@@ -1,0 +1,188 @@
+"""The trick-taking 99 over the WebSocket JSON protocol: a room of the trick game, two bots, and a
+client that bids, announces or passes and plays from its views to the end of the match.
+
+Every frame read is checked against the protocol's JSON Schema by ``ws_client``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import grpc.aio
+import pytest
+
+from ninetynine.engine.trick import TrickAction, TrickState, apply, setup
+from ninetynine.engine.trick.state import ActionKind
+from ninetynine.gateway.server import RunningGateway
+from ninetynine.session import trickwire
+from ninetynine.session.v1 import session_service_pb2 as spb
+from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from tests.gateway.conftest import Backend, WsClient, WsFactory
+
+SUIT_VALUE = {"C": 3, "H": 2, "S": 1, "D": 0}
+
+
+def _decision(view: dict[str, Any]) -> dict[str, Any]:
+    """The client's move from its view: the three lowest-bidding cards, pass, the first playable."""
+    if view["phase"] == "bidding":
+        values = view["bidChoice"]["suitValues"]
+        hand = sorted(view["hand"], key=lambda c: values[c["card"]["suit"]])
+        return {"trick": {"kind": "bid", "cards": [c["card"]["id"] for c in hand[:3]]}}
+    if view["phase"] == "announcing":
+        return {"trick": view["legalActions"][-1]}  # announce, pass: pass
+    return {"trick": {"kind": "play", "card": next(c["card"]["id"] for c in view["hand"] if c["playable"])}}
+
+
+async def _play_match(client: WsClient, me: str) -> dict[str, Any]:
+    """Play whenever the view says it is my turn; returns the finished view."""
+    client_seq = 0
+    asked: set[int] = set()
+    while True:
+        message = await client.recv()
+        if message["type"] == "view":
+            view = message["trick"]
+            assert "view" not in message and view["game"] == "trick"
+            if view["phase"] == "finished":
+                return dict(view)
+            assert view["viewer"] == me
+            if view["myTurn"] and view["seq"] not in asked:
+                asked.add(view["seq"])
+                client_seq += 1
+                await client.send(
+                    {
+                        "type": "play",
+                        "id": f"p{client_seq}",
+                        "clientSeq": client_seq,
+                        "moveSeq": view["seq"],
+                        "action": _decision(view),
+                    }
+                )
+        if message["type"] == "error":
+            # The decision may time out between the view and the play.
+            assert message["reason"] in ("VIEW_OUTDATED", "WRONG_PHASE", "NOT_YOUR_TURN"), message
+
+
+CARD = re.compile(r'"((?:[6-9]|10|J|Q|K|A)[SHDC])"')
+
+
+async def _states(backend: Backend, room_id: str) -> dict[int, TrickState]:
+    """The match's state after every move, re-run by the rules from the replay (seed and moves)."""
+    async with grpc.aio.insecure_channel(backend.session_target) as channel:
+        replay = await spb_grpc.SessionServiceStub(channel).GetReplay(spb.GetReplayRequest(room_id=room_id))
+    options = trickwire.options_from_proto(replay.trick_options)
+    state, _ = setup(list(replay.player_ids), options, seed=replay.seed, names=dict(replay.display_names))
+    states = {0: state}
+    for move in replay.moves:
+        action = move.action.trick
+        kind = ActionKind(["", "bid", "announce", "pass", "play"][action.kind])
+        state, _ = apply(state, move.player_id, TrickAction(kind, tuple(action.cards), action.card or None))
+        states[state.seq] = state
+    return states
+
+
+def _secrets(state: TrickState, reader: str | None) -> set[str]:
+    """What ``reader`` may not see in ``state``: the others' hands and their face-down bids."""
+    hidden = {c for p, hand in state.hands.items() if p != reader for c in hand}
+    return hidden | {c for p, bid in state.bids.items() if p != reader and not state.revealed[p] for c in bid}
+
+
+def _assert_views_keep_secrets(client: WsClient, reader: str | None, states: dict[int, TrickState]) -> int:
+    """Every view ``reader`` got names no card hidden from it (the scored deals aside: earlier deals')."""
+    checked = 0
+    for message in client.seen:
+        if message["type"] != "view":
+            continue
+        view = dict(message["trick"])
+        assert view["viewer"] == reader
+        secrets = _secrets(states[view["seq"]], reader)
+        del view["deals"]  # the scored deals of earlier deals, whose cards are dealt again since
+        named = set(CARD.findall(json.dumps(view)))
+        assert not named & secrets, (view["seq"], named & secrets)
+        checked += 1
+    return checked
+
+
+def _assert_events_keep_secrets(client: WsClient, reader: str | None) -> None:
+    for message in client.seen:
+        if message["type"] != "event":
+            continue
+        event = message["event"]
+        if event["type"] == "trickHandDealt":
+            assert event["player"] == reader, event
+        if event["type"] == "bidPlaced":
+            assert ("cards" in event) == (event["player"] == reader), event
+
+
+@pytest.mark.timeout(180)
+async def test_a_trick_match_against_two_bots_plays_to_the_end(
+    gateway: RunningGateway, ws_client: WsFactory, backend: Backend
+) -> None:
+    client = await ws_client(gateway)
+    assert (await client.request({"type": "hello", "id": 0, "lang": "en"}))["type"] == "welcome"
+    joined = await client.request(
+        {
+            "type": "createRoom",
+            "id": 1,
+            "name": "Sam",
+            "seats": 3,
+            "game": "trick",
+            "trickOptions": {"target": 50, "maxDeals": 9},
+        }
+    )
+    assert joined["type"] == "joined", joined
+    room = (await client.until(lambda m: m["type"] == "room"))["room"]
+    assert room["game"] == "trick" and room["maxSeats"] == 3 and room["trickOptions"]["target"] == 50
+    for i in range(2):
+        await client.request({"type": "addBot", "id": f"b{i}"})
+    listed = await client.request({"type": "listRooms", "id": "l"})
+    assert next(r for r in listed["rooms"] if r["roomId"] == joined["roomId"])["game"] == "trick"
+    watcher = await ws_client(gateway)
+    assert (await watcher.request({"type": "spectate", "id": 1, "roomId": joined["roomId"]}))[
+        "type"
+    ] == "joined"
+    await client.request({"type": "startGame", "id": "s"})
+    finished = await _play_match(client, joined["playerId"])
+    await watcher.until(lambda m: m["type"] == "view" and m["trick"]["phase"] == "finished")
+
+    result = finished["result"]
+    assert sorted(r["player"] for r in result["ranking"]) == ["p1", "p2", "p3"]
+    assert result["deals"] == len(finished["deals"]) and finished["seed"]
+    me = joined["playerId"]
+    events = [m["event"] for m in client.seen if m["type"] == "event"]
+    assert events[-1]["type"] == "trickGameFinished"
+    # My hands and my own bids with their cards; the others' bids without them, hands never.
+    dealt = [e for e in events if e["type"] == "trickHandDealt"]
+    assert dealt and {e["player"] for e in dealt} == {me}
+    for e in events:
+        if e["type"] == "bidPlaced":
+            assert ("cards" in e) == (e["player"] == me), e
+    played = [m for m in client.seen if m["type"] == "played"]
+    assert played, "the client's plays were accepted"
+    replay = await client.request({"type": "getReplay", "id": "r", "roomId": joined["roomId"]})
+    assert replay["type"] == "replay" and any(e["event"]["type"] == "dealScored" for e in replay["events"])
+
+    # Secrets: neither the player nor the spectator ever read another hand or a face-down bid.
+    states = await _states(backend, joined["roomId"])
+    assert states[max(states)].finished and states[max(states)].seed == int(finished["seed"])
+    assert _assert_views_keep_secrets(client, me, states) > 20
+    assert _assert_views_keep_secrets(watcher, None, states) > 20
+    _assert_events_keep_secrets(client, me)
+    _assert_events_keep_secrets(watcher, None)
+
+
+async def test_a_trick_play_of_no_game_s_shape_is_refused_before_the_session(
+    gateway: RunningGateway, ws_client: WsFactory
+) -> None:
+    client = await ws_client(gateway)
+    await client.request({"type": "createRoom", "id": 1, "name": "Sam", "seats": 3, "game": "trick"})
+    shapes: list[dict[str, Any]] = [
+        {},
+        {"trick": {}},
+        {"trick": {"kind": "bid", "cards": ["1X"]}},
+        {"trick": {"kind": "fold"}},
+    ]
+    for action in shapes:
+        refused = await client.request({"type": "play", "id": "x", "clientSeq": 1, "action": action})
+        assert refused["type"] == "error" and refused["reason"] == "MALFORMED_MESSAGE", (action, refused)
