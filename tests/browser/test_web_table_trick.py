@@ -95,5 +95,13 @@ async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: 
             assert views and any(
                 c["card"]["id"] == action["card"] and c["playable"] for c in views[-1]["hand"]
             )
-    assert not browser.log.schema_errors and not browser.log.page_errors
     await browser.screenshot("trick-deal-scored")
+    # Korean by default, English at a tap: the table's own texts follow.
+    head = page.get_by_test_id("trick-head")
+    assert "번째 판" in await head.inner_text()
+    await page.get_by_test_id("lang-toggle").tap()
+    await page.wait_for_function(
+        """() => document.querySelector('[data-testid="trick-head"]')?.textContent.includes('Deal ')
+          || !document.querySelector('#screen-results').hidden"""
+    )
+    assert not browser.log.schema_errors and not browser.log.page_errors
