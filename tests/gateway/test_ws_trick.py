@@ -15,11 +15,14 @@ import pytest
 
 from ninetynine.engine.trick import TrickAction, TrickState, apply, setup
 from ninetynine.engine.trick.state import ActionKind
+from ninetynine.engine.v1 import game_pb2, trick_pb2
 from ninetynine.gateway.server import RunningGateway
+from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session import trickwire
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from tests.gateway.conftest import Backend, WsClient, WsFactory
+from tests.gateway.test_grpc_contract import _open
 
 SUIT_VALUE = {"C": 3, "H": 2, "S": 1, "D": 0}
 
@@ -39,16 +42,20 @@ async def _play_match(client: WsClient, me: str) -> dict[str, Any]:
     """Play whenever the view says it is my turn; returns the finished view."""
     client_seq = 0
     asked: set[int] = set()
+    answered = True  # one play in flight at a time: a view may come before my last play's
     while True:
         message = await client.recv()
+        if message["type"] in ("played", "error"):
+            answered = True
         if message["type"] == "view":
             view = message["trick"]
             assert "view" not in message and view["game"] == "trick"
             if view["phase"] == "finished":
                 return dict(view)
             assert view["viewer"] == me
-            if view["myTurn"] and view["seq"] not in asked:
+            if view["myTurn"] and view["seq"] not in asked and answered:
                 asked.add(view["seq"])
+                answered = False
                 client_seq += 1
                 await client.send(
                     {
@@ -186,3 +193,64 @@ async def test_a_trick_play_of_no_game_s_shape_is_refused_before_the_session(
     for action in shapes:
         refused = await client.request({"type": "play", "id": "x", "clientSeq": 1, "action": action})
         assert refused["type"] == "error" and refused["reason"] == "MALFORMED_MESSAGE", (action, refused)
+
+
+async def test_a_trick_match_over_grpc_connect_with_a_connect_spectator(gateway: RunningGateway) -> None:
+    """The same decisions as protobuf ``Play`` messages on the gRPC ``Connect`` stream."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel:
+        host, watcher = _open(channel), _open(channel)
+        options = trick_pb2.TrickOptions(target=50, max_deals=9)
+        create = gw.CreateRoom(name="Sam", seats=3, game="trick", trick_options=options)
+        joined = await host.request(gw.ClientMessage(id="c", create_room=create))
+        me = joined.joined.player_id
+        for i in range(2):
+            await host.request(gw.ClientMessage(id=f"b{i}", add_bot=gw.AddBot()))
+        await watcher.request(gw.ClientMessage(id="w", spectate=gw.Spectate(room_id=joined.joined.room_id)))
+        await host.request(gw.ClientMessage(id="s", start_game=gw.StartGame()))
+        client_seq, asked, answered = 0, set(), True
+        while True:
+            message = await host.next()
+            kind = message.WhichOneof("kind")
+            answered = answered or kind in ("played", "error")
+            if kind == "error":
+                assert message.error.reason in ("VIEW_OUTDATED", "WRONG_PHASE", "NOT_YOUR_TURN"), message
+            if kind != "view":
+                continue
+            assert not message.view.HasField("view")
+            view = message.view.trick
+            if view.phase == trick_pb2.TRICK_PHASE_FINISHED:
+                break
+            if view.my_turn and view.seq not in asked and answered:
+                asked.add(view.seq)
+                answered = False
+                client_seq += 1
+                action = game_pb2.Action(trick=_proto_decision(view))
+                play = gw.Play(client_seq=client_seq, action=action, expected_move_seq=view.seq)
+                await host.send(gw.ClientMessage(id=f"p{client_seq}", play=play))
+        assert len(view.result.ranking) == 3 and view.seed
+        await watcher.until(
+            lambda m: m.WhichOneof("kind") == "view" and m.view.trick.phase == trick_pb2.TRICK_PHASE_FINISHED
+        )
+        for message in watcher.seen:
+            if message.WhichOneof("kind") == "view":
+                assert not message.view.trick.viewer_id and not message.view.trick.hand
+            if message.WhichOneof("kind") == "event":
+                event = message.event.event
+                assert event.WhichOneof("payload") != "trick_hand_dealt"
+                assert not event.bid_placed.cards
+        dealt = [m.event.event for m in host.seen if m.WhichOneof("kind") == "event"]
+        assert {e.trick_hand_dealt.player_id for e in dealt if e.HasField("trick_hand_dealt")} == {me}
+        await host.call.done_writing()
+        await watcher.call.done_writing()
+
+
+def _proto_decision(view: trick_pb2.TrickView) -> trick_pb2.TrickAction:
+    if view.phase == trick_pb2.TRICK_PHASE_BIDDING:
+        return trick_pb2.TrickAction(
+            kind=trick_pb2.TRICK_ACTION_KIND_BID, cards=[c.card.id for c in view.hand[-3:]]
+        )
+    if view.phase == trick_pb2.TRICK_PHASE_ANNOUNCING:
+        return trick_pb2.TrickAction(kind=trick_pb2.TRICK_ACTION_KIND_ANNOUNCE)
+    return trick_pb2.TrickAction(
+        kind=trick_pb2.TRICK_ACTION_KIND_PLAY, card=next(c.card.id for c in view.hand if c.playable)
+    )

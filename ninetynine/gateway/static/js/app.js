@@ -493,6 +493,9 @@ function onMessage(msg) {
       break;
     case 'snapshot':
       break; // the view that follows replaces everything
+    case 'played':
+      if (app.view?.game === 'trick') app.trickTable.played();
+      break;
     case 'replay':
       if (app.verifyNext) {
         app.verifyNext = false;

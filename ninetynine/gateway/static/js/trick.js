@@ -65,8 +65,9 @@ export class TrickTable {
   }
 
   render(view) {
-    const newDecision = !this.view || this.view.seq !== view.seq || this.view.deal !== view.deal;
-    if (newDecision) this.sending = false;
+    // A decision sent stays sent until it is answered (`played`, a refusal) or no longer owed: while
+    // bidding, the others' bids bring views in which mine is still pending.
+    if (!view.myTurn || view.phase !== this.view?.phase || view.deal !== this.view?.deal) this.sending = false;
     if (view.phase !== 'bidding' || !view.myTurn) this.chosen = [];
     const inHand = new Set((view.hand ?? []).map((e) => e.card.id));
     this.chosen = this.chosen.filter((id) => inHand.has(id));
@@ -197,6 +198,11 @@ export class TrickTable {
     this.sending = true;
     this.actions.play({ trick: action }, this.view.seq);
     this.render(this.view);
+  }
+
+  /** The decision sent was applied: the next view says what is owed now. */
+  played() {
+    this.sending = false;
   }
 
   /** A refused play: choose again (the newer view, if any, is on its way). */
