@@ -82,7 +82,7 @@ class Views:
         if shared.public is None and loaded.doc.HasField("state"):
             game = loaded.game_state()
             public = view_pb2.GameView()
-            public_view_into(public_view(game), game.options, public)
+            public_view_into(public_view(game), public)
             if loaded.doc.deadline_ms:
                 # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
                 public.deadline_ms = loaded.doc.deadline_ms
