@@ -48,7 +48,7 @@ def move_messages() -> list[list[gw.ServerMessage]]:
             now = START_MS + 2_500 * (state.seq + 1)
             state, events = apply(state, state.current, random_action(state, rng), now_ms=now)
             holder = epb.SetupResponse()
-            events_into(events, holder.events, state.options)
+            events_into(events, holder.events)
             played = next(e for e in holder.events if e.HasField("card_played"))
             seq += len(holder.events)
             frames = [gw.ServerMessage(event=gw.EventPush(seq=seq, event=played, source="player"))]

@@ -173,7 +173,7 @@ def prepare_stages(position: Position) -> Stages:
 def build_response(new_state: GameState, events: list[Event]) -> pb.ApplyResponse:
     response = pb.ApplyResponse()
     convert.state_into(new_state, response.state)
-    convert.events_into(events, response.events, new_state.options)
+    convert.events_into(events, response.events)
     return response
 
 

@@ -70,7 +70,7 @@ def engine_apply_in_process(request_bytes: bytes) -> bytes:
     new_state, events = apply(state, request.player_id, convert.action_from_proto(request.action))
     response = pb.ApplyResponse()
     convert.state_into(new_state, response.state)
-    convert.events_into(events, response.events, new_state.options)
+    convert.events_into(events, response.events)
     return response.SerializeToString()
 
 

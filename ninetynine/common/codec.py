@@ -163,6 +163,7 @@ class Codec:
         self._parsers = dict(parsers or {})
         self._encoders: dict[tuple[str, frozenset[str], bool], Encoder] = {}
         self._decoders: dict[str, Decoder] = {}
+        self._readers: dict[tuple[str, frozenset[str]], Decoder] = {}
         self._memos: dict[tuple[str, frozenset[str]], _Memo | _SharedMemo] = {}
         self._names: dict[str, object] = {}
         self.sources: dict[str, str] = {}  # generated source per function, for reading and debugging
@@ -252,6 +253,42 @@ class Codec:
         descriptor: Any = out.DESCRIPTOR
         self.decoder(descriptor)(raw, out)
         return out
+
+    def reader(self, descriptor: Descriptor, without: frozenset[str] = frozenset()) -> Decoder:
+        """The exact inverse of :meth:`encoder`: the function writing an object of the protocol's
+        JSON shape into a ``descriptor`` message (``without``: fields it leaves alone).
+
+        For the server's own values (the rules' events, views and results), which already have the
+        shape a client reads: compiled like an encoder into straight-line code, no checks beyond
+        the types the fields take. A key the encoder writes in every object must be there (a
+        ``KeyError`` says the shape drifted from the ``.proto``); any other key left out, or
+        ``null``, leaves its field unset, as does a value equal to the field's ``unset_json``; a
+        registered parser builds its message type.
+        """
+        key = (descriptor.full_name, without)
+        found: Decoder | None = self._readers.get(key)
+        if found is None:
+            if _message_json(descriptor).projection and descriptor.full_name not in self._parsers:
+                raise TypeError(f"{descriptor.full_name} is written by a projection: it has no reader")
+            fn = self._name("read_", None)
+            body = _ReaderSource(self, descriptor, without).lines()
+            source = f"def {fn}(r, m):\n" + "".join(f"    {line}\n" for line in body)
+            namespace: dict[str, object] = dict(self._names)
+            exec(compile(source, f"<codec reader {descriptor.full_name}>", "exec"), namespace)
+            compiled: Decoder = namespace[fn]  # type: ignore[assignment]
+            self._names[fn] = self._readers[key] = found = compiled
+            name = descriptor.full_name + (f" without {sorted(without)}" if without else "")
+            self.sources[name + " (reader)"] = source
+        return found
+
+    def member_readers(self, descriptor: Descriptor, oneof: str) -> dict[str, tuple[str, Decoder]]:
+        """Per discriminator value of ``oneof``: the member field's name and its message's reader
+        (members written by a projection have none and are left out)."""
+        return {
+            camel(f.name): (f.name, self.reader(_sub(f)))
+            for f in descriptor.oneofs_by_name[oneof].fields
+            if not _message_json(_sub(f)).projection or _sub(f).full_name in self._parsers
+        }
 
     def _compile_decoder(self, descriptor: Descriptor) -> Decoder:
         steps: list[Callable[[Mapping[str, Any], Any], None]] = []
@@ -381,6 +418,153 @@ class Codec:
         if field.type == FieldDescriptor.TYPE_STRING:
             return str
         return lambda v: v
+
+
+class _ReaderSource:
+    """The generated body of one message type's reader: :class:`_MessageSource` run backwards."""
+
+    def __init__(self, codec: Codec, descriptor: Descriptor, without: frozenset[str]) -> None:
+        self.codec = codec
+        self.descriptor = descriptor
+        self.without = without
+        self.fields = descriptor.fields_by_name
+        self.temp = 0
+        self.out: list[str] = []
+
+    def lines(self) -> list[str]:
+        parser = self.codec._parsers.get(self.descriptor.full_name)
+        if parser is not None:
+            return [f"m.CopyFrom({self.codec._name('parse_', parser)}(r))"]
+        order = list(_message_json(self.descriptor).order) or [f.name for f in self.descriptor.fields]
+        lifted: dict[str, set[str]] = {}
+        for path in order:
+            if "." in path:
+                parent, sub = path.split(".", 1)
+                lifted.setdefault(parent, set()).add(sub)
+        intos = {field_json(f).into: f for f in self.descriptor.fields if field_json(f).into}
+        groups_done: set[str] = set()
+        oneofs_done: set[str] = set()
+        for path in order:
+            if "." in path:
+                parent, sub = path.split(".", 1)
+                if parent not in self.without:
+                    self._field(_sub(self.fields[parent]).fields_by_name[sub], "r", f"m.{parent}")
+                continue
+            field = self.fields[path]
+            options = field_json(field)
+            if field.name in self.without or options.omit or options.into:
+                continue
+            if options.group:
+                if options.group not in groups_done:
+                    groups_done.add(options.group)
+                    self._group(options.group)
+                continue
+            oneof = _real_oneof(field)
+            if oneof is not None and _type_key(field):
+                if oneof.name not in oneofs_done:
+                    oneofs_done.add(oneof.name)
+                    self._oneof(oneof.name, _type_key(field))
+                continue
+            self._field(field, "r", "m", frozenset(lifted.get(field.name, ())))
+            into = intos.get(field.name)
+            if into is not None:  # the sibling's key sits in this field's object
+                self._field(into, f"r.get({json_key(field)!r}) or {{}}", "m")
+        return self.out or ["pass"]
+
+    def _var(self) -> str:
+        self.temp += 1
+        return f"x{self.temp}"
+
+    def _oneof(self, name: str, type_key: str) -> None:
+        members = self.codec.member_readers(self.descriptor, name)
+        table = self.codec._name("members_", members)
+        self.out += [
+            f"f, read = {table}[r[{type_key!r}]]",
+            "s = getattr(m, f)",
+            "s.SetInParent()",
+            "read(r, s)",
+        ]
+
+    def _group(self, group: str) -> None:
+        g = self._var()
+        self.out += [f"{g} = r.get({group!r})", f"if {g} is not None:"]
+        for field in (f for f in self.descriptor.fields if field_json(f).group == group):
+            self.out.append(f"    m.{field.name} = {self._convert(field, f'{g}[{json_key(field)!r}]')}")
+
+    def _field(
+        self, field: FieldDescriptor, raw: str, holder: str, without: frozenset[str] = frozenset()
+    ) -> None:
+        options = field_json(field)
+        target = f"{holder}.{field.name}"
+        if options.inline:  # the sub-message's keys are this object's own
+            read = self.codec._name("read_", self.codec.reader(_sub(field), without))
+            self.out += [f"{target}.SetInParent()", f"{read}({raw}, {target})"]
+            return
+        x = self._var()
+        if self._always(field) and field.type != FieldDescriptor.TYPE_MESSAGE:
+            # Written in every object by the encoder: read without a test.
+            self.out += [f"{x} = ({raw})[{json_key(field)!r}]", *self._body(field, x, target, without)]
+            return
+        self.out += [f"{x} = ({raw}).get({json_key(field)!r})", f"if {x} is not None:"]
+        if options.unset_json:
+            self.out[-1] = f"if {x} is not None and {x} != {json.loads(options.unset_json)!r}:"
+        body = self._body(field, x, target, without)
+        self.out += [f"    {line}" for line in body]
+
+    @staticmethod
+    def _always(field: FieldDescriptor) -> bool:
+        options = field_json(field)
+        return (
+            options.presence == jo.JSON_PRESENCE_UNSPECIFIED
+            and not options.when
+            and not options.unset_json
+            and not options.fallback
+            and _real_oneof(field) is None
+        )
+
+    def _body(self, field: FieldDescriptor, x: str, target: str, without: frozenset[str]) -> list[str]:
+        options = field_json(field)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = _sub(field).fields_by_name["value"]
+            if value_field.type == FieldDescriptor.TYPE_MESSAGE:
+                raise TypeError(f"{field.full_name}: maps of messages have no reader")
+            value = self._convert(value_field, "v")
+            return [
+                f"{target}.update({x})"
+                if value == "v"
+                else f"{target}.update({{k: {value} for k, v in {x}.items()}})"
+            ]
+        if field.is_repeated and field.type == FieldDescriptor.TYPE_MESSAGE:
+            if options.as_map:
+                key_field, value_field = _sub(field).fields[:2]
+                value = self._convert(value_field, "v")
+                return [
+                    f"add = {target}.add",
+                    f"for k, v in {x}.items():",
+                    f"    add({key_field.name}=k, {value_field.name}={value})",
+                ]
+            read = self.codec._name("read_", self.codec.reader(_sub(field), without))
+            return [f"add = {target}.add", f"for v in {x}:", f"    {read}(v, add())"]
+        if field.is_repeated:
+            value = self._convert(field, "v")
+            return [f"{target}.extend({x})" if value == "v" else f"{target}.extend([{value} for v in {x}])"]
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            read = self.codec._name("read_", self.codec.reader(_sub(field), without))
+            return [f"{target}.SetInParent()", f"{read}({x}, {target})"]
+        return [f"{target} = {self._convert(field, x)}"]
+
+    def _convert(self, field: FieldDescriptor, read: str) -> str:
+        """The expression for the field's value from its JSON value ``read``."""
+        options = field_json(field)
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            return f"{self.codec._name('enum_', enum_from_json(_enum(field)))}[{read}]"
+        if options.as_string:
+            return f"int({read})"
+        if options.bool_names:
+            return f"({read} == {options.bool_names[0]!r})"
+        if options.camel_value:
+            return f"{self.codec._name('snake_', _upper_snake)}({read})"
+        return read
 
 
 class _Memo:

@@ -25,7 +25,17 @@ from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
 if TYPE_CHECKING:
     from ninetynine.engine.handlers import RulesMetrics
 
-__all__ = ["ADDING", "GAMES", "TRICK", "GameKind", "GameService", "PureRules", "kind_named", "kind_of"]
+__all__ = [
+    "ADDING",
+    "GAMES",
+    "TRICK",
+    "GameKind",
+    "GameService",
+    "PureRules",
+    "kind_listing",
+    "kind_named",
+    "kind_of",
+]
 
 ADDING = "adding"
 TRICK = "trick"
@@ -139,6 +149,14 @@ def kind_named(name: str) -> GameKind:
     if found is None:
         raise TrickError(TrickReason.UNKNOWN_GAME, game=name[:32])
     return found
+
+
+def kind_listing(name: str) -> GameKind | None:
+    """The game whose ListRules entries include ``name`` (None: none does, or the adding game's)."""
+    for kind in GAMES.values():
+        if kind.listing is not None and any(entry.name == name for entry in kind.listing()):
+            return kind
+    return None
 
 
 def kind_of(msg: state_pb2.State) -> GameKind:

@@ -238,7 +238,7 @@ class EngineHandlers:
             raise self.refusal(err) from None
         response = pb.SetupResponse(seed_commitment=state.seed_commitment)
         convert.state_into(state, response.state)
-        convert.events_into(events, response.events, options)
+        convert.events_into(events, response.events)
         self.metrics.games_setup.labels(options.mode).inc()
         return response
 
@@ -286,7 +286,7 @@ class EngineHandlers:
         self._played(state, new_state, "player")
         response = pb.ApplyResponse()
         _state_into(new_state, response.state if state_out is None else state_out)
-        convert.events_into(events, response.events, new_state.options)
+        convert.events_into(events, response.events)
         return response
 
     def view(self, request: pb.ViewRequest, lang: Lang) -> pb.ViewResponse:
@@ -337,7 +337,7 @@ class EngineHandlers:
         response = pb.TimeoutResponse(player_id=player)
         convert.action_into(action, response.action)
         _state_into(new_state, response.state if state_out is None else state_out)
-        convert.events_into(events, response.events, new_state.options)
+        convert.events_into(events, response.events)
         return response
 
 

@@ -1,5 +1,8 @@
 """``ninety-nine rules list``: every preset a game may be set up with, its one line and its source.
 
+Every game of the registry is listed: the adding game's presets, then the trick-taking "99"
+(``trick``, which ``simulate --rules trick`` plays); ``--json`` names each entry's ``game``.
+
 The listing is the engine's ``ListRules`` answer (:func:`ninetynine.engine.handlers.list_rules`),
 so the command, the RPC and the lobby show the same presets in the same order. Text output is one
 line per preset (name, players, the one-line summary in ``--lang``, the source); ``--json`` prints
@@ -22,6 +25,7 @@ def preset_rows() -> list[dict[str, Any]]:
     return [
         {
             "name": p.name,
+            "game": p.game,
             "summary": p.summary,
             "summaryEn": p.summary_en,
             "source": p.source,

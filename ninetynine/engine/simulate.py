@@ -21,7 +21,8 @@ Policies:
 ``--rules NAME`` plays a preset (:mod:`ninetynine.engine.rules.presets`): ``kr-product`` and
 ``classic`` are ``--mode`` by another name, with ``--option`` their spec options; any other
 preset takes ``--option`` as its house rules (:mod:`ninetynine.engine.rules.overrides`) and its
-summary names it (``rules``) and counts its turn effects (``effects``).
+summary names it (``rules``) and counts its turn effects (``effects``). A ``--rules`` name another
+game of the registry lists (``trick``) plays that game (:mod:`ninetynine.engine.trick_simulate`).
 """
 
 from __future__ import annotations
@@ -471,7 +472,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         metavar="NAME",
         help="play a preset (`ninety-nine rules list`); --option then sets its house rules",
     )
-    parser.add_argument("--players", type=int, default=4, help="players per game, 2-10 (default 4)")
+    parser.add_argument("--players", type=int, default=None, help="players per game, 2-10 (default 4)")
     parser.add_argument("--games", type=_positive_int, default=1000, help="games to play (default 1000)")
     parser.add_argument("--seed", type=_non_negative_int, default=0, help="master seed (default 0)")
     parser.add_argument(
@@ -481,7 +482,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         metavar="KEY=VALUE",
         help="a game option by its spec key, e.g. lives=3 or onTheBoard=on (repeatable)",
     )
-    parser.add_argument("--policy", choices=POLICIES, default="random", help="how moves are chosen")
+    parser.add_argument(
+        "--policy",
+        choices=(*POLICIES, "bot", "bot-vs-random"),
+        default="random",
+        help="how moves are chosen (bot, bot-vs-random: the trick game only)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (timing on stderr)")
     parser.set_defaults(handler=run_command)
     return parser
@@ -490,7 +496,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def run_command(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     err: TextIO = sys.stderr
+    if args.rules is not None:
+        from ninetynine.engine import games, trick_simulate
+
+        other = games.kind_listing(args.rules)
+        if other is not None:
+            return trick_simulate.run_command(other, args)
+    if args.players is None:
+        args.players = 4
     try:
+        if args.policy not in POLICIES:
+            raise ConfigError(f"policy {args.policy!r} is for the trick game (--rules trick)")
         if args.rules is None:
             base = SimConfig(parse_options(args.mode, args.option), 4, 1000, 0)
         else:

@@ -270,7 +270,7 @@ class Adding(Game):
     def public_view(self, game: object, deadline_ms: int) -> view_pb2.GameView:
         state = cast(GameState, game)
         public = view_pb2.GameView()
-        public_view_into(public_view(state), state.options, public)
+        public_view_into(public_view(state), public)
         if deadline_ms:
             # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
             public.deadline_ms = deadline_ms

@@ -8,6 +8,7 @@ import tracemalloc
 import orjson
 
 from ninetynine.common.codec import Codec, camel, enum_json
+from ninetynine.common.v1 import json_options_pb2 as jo
 from ninetynine.engine.v1 import game_pb2, state_pb2, view_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from tests.gateway.games import game_messages
@@ -100,3 +101,38 @@ def test_decoding_reads_what_encoding_writes() -> None:
     room = codec.decode({"hostId": "p1", "seats": [{"playerId": "p1", "bot": True}]}, gw.RoomUpdate().room)
     assert isinstance(room, type(gw.RoomUpdate().room))
     assert room.host_player_id == "p1" and room.seats[0].bot
+
+
+def test_reading_is_the_inverse_of_encoding_for_every_message_a_client_gets() -> None:
+    """The reader undoes every JSON option the encoder applies (a oneof's discriminator, renamed
+    and inlined keys, groups, repeated pairs as one object, null for unset, seeds as strings)."""
+    from ninetynine.gateway.convert import CODEC
+
+    read = CODEC.reader(gw.ServerMessage.DESCRIPTOR)
+    kinds: set[str] = set()
+    for seed in (3, 11):
+        for msg in game_messages(seed):
+            kind = msg.WhichOneof("kind")
+            assert kind is not None
+            member = msg.DESCRIPTOR.fields_by_name[kind].message_type
+            assert member is not None
+            if member.GetOptions().Extensions[jo.json_message].projection:  # written, never read
+                continue
+            kinds.add(kind)
+            written = CODEC.encode(msg)
+            again = gw.ServerMessage()
+            read(written, again)
+            assert CODEC.encode(again) == written, kind
+    assert {"event", "view", "played"} <= kinds
+
+
+def test_a_reader_refuses_a_shape_that_lost_a_key_the_encoder_always_writes() -> None:
+    codec = Codec()
+    card = codec.encode(game_pb2.Card(id="KS-1", kind=game_pb2.CARD_KIND_ADD, value=10, face="K♠"))
+    del card["face"]
+    try:
+        codec.reader(game_pb2.Card.DESCRIPTOR)(card, game_pb2.Card())
+    except KeyError as missing:
+        assert missing.args == ("face",)
+    else:
+        raise AssertionError("a Card without its face was read")

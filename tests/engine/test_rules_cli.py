@@ -26,8 +26,9 @@ def test_rules_list_prints_every_preset_with_its_line_and_source(capsys: pytest.
     code, out, _ = _run(capsys, "rules", "list")
     assert code == 0
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines] == list(preset_names())
-    for name, line in zip(preset_names(), lines, strict=True):
+    assert [line.split()[0] for line in lines] == [*preset_names(), "trick"]
+    assert "[004 part I]" in lines[-1] and "3-3" in lines[-1]
+    for name, line in zip(preset_names(), lines[:-1], strict=True):
         rules = _rules(name)
         assert rules.summary in line and f"[{rules.source}]" in line
     _, english, _ = _run(capsys, "rules", "list", "--lang", "en")
@@ -38,11 +39,13 @@ def test_rules_list_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "rules", "list", "--json")
     assert code == 0
     rows = json.loads(out)
-    assert [r["name"] for r in rows] == list(preset_names())
+    assert [r["name"] for r in rows] == [*preset_names(), "trick"]
+    assert {r["game"] for r in rows[:-1]} == {"adding"} and rows[-1]["game"] == "trick"
     ru = next(r for r in rows if r["name"] == "ru-99")
     rules = PRESETS["ru-99"]
     assert ru == {
         "name": "ru-99",
+        "game": "adding",
         "summary": rules.summary,
         "summaryEn": rules.summary_en,
         "source": "004 part II",
@@ -93,6 +96,49 @@ def test_simulate_house_rules_change_the_games(capsys: pytest.CaptureFixture[str
     ],
 )
 def test_simulate_bad_rules_exit_2_with_a_clear_message(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    code, out, err = _run(capsys, "simulate", "--games", "2", *argv)
+    assert code == 2 and out == ""
+    assert needle in err
+
+
+def test_simulate_plays_the_trick_game(capsys: pytest.CaptureFixture[str]) -> None:
+    """Its own summary: deals per match, contracts made, declarer success, wins by seat."""
+    args = ("simulate", "--rules", "trick", "--games", "20", "--seed", "4", "--json")
+    code, out, err = _run(capsys, *args, "--option", "trumps=byContracts")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["game"] == "trick" and summary["matches"] == 20
+    assert summary["options"]["trumps"] == "byContracts"
+    deals = summary["dealsPerMatch"]
+    assert sum(summary["contractsMade"]["perDeal"].values()) == deals["total"] >= 20
+    assert summary["declarer"]["deals"] + summary["declarer"]["noDeclarer"] == deals["total"]
+    assert sum(w["wins"] for w in summary["winsBySeat"].values()) >= 20
+    assert json.loads(_run(capsys, *args, "--option", "trumps=byContracts")[1]) == summary  # deterministic
+    _, text, _ = _run(capsys, "simulate", "--rules", "trick", "--games", "3")
+    assert "contracts made:" in text and "declarer success:" in text and "deals per match:" in text
+
+
+def test_simulate_bot_against_random_players_wins_most_trick_matches(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(
+        capsys, "simulate", "--rules", "trick", "--games", "30", "--policy", "bot-vs-random", "--json"
+    )
+    assert code == 0
+    assert json.loads(out)["winsBySeat"]["0"]["rate"] > 0.6
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--rules", "trick", "--players", "4"], "exactly 3 players"),
+        (["--rules", "trick", "--option", "target=77"], "target"),
+        (["--policy", "bot"], "for the trick game"),
+    ],
+)
+def test_simulate_bad_trick_arguments_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
 ) -> None:
     code, out, err = _run(capsys, "simulate", "--games", "2", *argv)

@@ -46,7 +46,7 @@ START_MS = 1_767_000_000_000  # epoch milliseconds in 2026: clocks as large as r
 
 def _events(state: GameState, events: Sequence[Event]) -> list[events_pb2.Event]:
     holder = epb.SetupResponse()
-    events_into(events, holder.events, state.options)
+    events_into(events, holder.events)
     return list(holder.events)
 
 

@@ -22,7 +22,7 @@ from tests.gateway.test_protocol_schema import EVENT, VIEW, _errors
 
 def _frames(state: GameState, events: list[Any], seq: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     holder = epb.SetupResponse()
-    events_into(events, holder.events, state.options)
+    events_into(events, holder.events)
     out = []
     for i, (event, ev) in enumerate(zip(events, holder.events, strict=True)):
         frame = server_json(gw.ServerMessage(event=gw.EventPush(seq=seq + i + 1, event=ev)))
