@@ -8,9 +8,11 @@ clocks, hands with jokers and their refused choices) rather than hand-made ones.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Sequence
 
 from ninetynine.common.errors import Lang
+from ninetynine.engine import trick_wire
 from ninetynine.engine.convert import events_into, options_to_proto, view_into
 from ninetynine.engine.rules import (
     KR,
@@ -25,12 +27,19 @@ from ninetynine.engine.rules import (
     setup,
 )
 from ninetynine.engine.simulate import random_action
+from ninetynine.engine.trick import TrickAction, TrickOptions
+from ninetynine.engine.trick import apply as trick_apply
+from ninetynine.engine.trick import legal_plays as trick_legal_plays
+from ninetynine.engine.trick import pending as trick_pending
+from ninetynine.engine.trick import player_view as trick_player_view
+from ninetynine.engine.trick import setup as trick_setup
+from ninetynine.engine.trick import timeout_action as trick_timeout_action
 from ninetynine.engine.v1 import engine_service_pb2 as epb
-from ninetynine.engine.v1 import events_pb2, view_pb2
+from ninetynine.engine.v1 import events_pb2, trick_pb2, view_pb2
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session.v1 import session_service_pb2 as spb
 
-__all__ = ["KOREAN_NAMES", "game_messages", "mid_game"]
+__all__ = ["KOREAN_NAMES", "game_messages", "mid_game", "trick_messages"]
 
 KOREAN_NAMES = {
     "p1": "김민준",
@@ -134,3 +143,50 @@ def mid_game(seed: int = 7, players: int = 4) -> tuple[gw.ServerMessage, gw.Serv
         m for m in messages if m.WhichOneof("kind") == "event" and m.event.event.HasField("card_played")
     ]
     return views[len(views) // 2], played[len(played) // 2]
+
+
+def trick_messages(seed: int, options: TrickOptions | None = None) -> Iterator[gw.ServerMessage]:
+    """Every message of one trick match as a room of the trick game sends them: its room, events,
+    every seat's view and the spectator's after each move, ``played`` replies, the room list and
+    the replay. The moves are random (announcing now and then) and some are timeouts."""
+    seats = ["p1", "p2", "p3"]
+    names = {pid: KOREAN_NAMES[pid] for pid in seats}
+    state, events = trick_setup(seats, options or TrickOptions(), seed=seed, now_ms=START_MS, names=names)
+    room_id = f"T{seed % 1_000_000:06d}"
+    room = spb.Room(
+        room_id=room_id, phase=spb.ROOM_PHASE_PLAYING, host_player_id="p1", max_seats=3, game="trick"
+    )
+    trick_wire.options_into(state.options, room.trick_options)
+    for i, pid in enumerate(seats):
+        room.seats.add(player_id=pid, name=names[pid], bot=i > 0, connected=True)
+    yield gw.ServerMessage(room=gw.RoomUpdate(room=room))
+    log: list[spb.RoomEvent] = []
+    rng = random.Random(seed)
+    moves = 0
+    while True:
+        holder = epb.SetupResponse()
+        trick_wire.events_into(events, holder.events)
+        for ev in holder.events:
+            log.append(spb.RoomEvent(seq=len(log) + 1, game=ev))
+            yield gw.ServerMessage(event=gw.EventPush(seq=len(log), event=ev))
+        if moves:
+            yield gw.ServerMessage(played=gw.Played(client_seq=moves, seq=len(log)))
+        for viewer in [*seats, None]:
+            view = trick_pb2.TrickView()
+            trick_wire.view_into(trick_player_view(state, viewer), view)
+            yield gw.ServerMessage(view=gw.ViewPush(seq=len(log), trick=view))
+        if state.finished:
+            break
+        player = trick_pending(state)[0]
+        action = trick_timeout_action(state, player)
+        if state.phase.value == "announcing" and rng.random() < 0.3:
+            action = TrickAction.announce()
+        elif state.phase.value == "playing" and moves % 2:
+            action = TrickAction.play(rng.choice(trick_legal_plays(state, player)))
+        state, events = trick_apply(state, player, action, now_ms=START_MS + 2_500 * (moves + 1))
+        moves += 1
+    room.phase = spb.ROOM_PHASE_FINISHED
+    yield gw.ServerMessage(room=gw.RoomUpdate(room=room))
+    yield gw.ServerMessage(rooms=gw.RoomList(rooms=[room]))
+    replay = spb.GetReplayResponse(player_ids=seats, seed=state.seed, events=log, display_names=names)
+    yield gw.ServerMessage(replay=gw.Replay(room_id=room_id, replay=replay))

@@ -31,13 +31,14 @@ from typing import Any
 from ninetynine.engine.convert import options_to_proto
 from ninetynine.engine.rules import Options
 from ninetynine.engine.rules.options import CHOICES, CLASSIC, KR
+from ninetynine.engine.trick import TrickOptions
 from ninetynine.gateway.convert import JsonId, client_from_json, server_bytes
 from ninetynine.gateway.protocol import parse_text
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 from ninetynine.session import rulebook
 from ninetynine.session.v1 import session_service_pb2 as spb
 from tests.gateway.doc_examples import doc_examples
-from tests.gateway.games import game_messages
+from tests.gateway.games import game_messages, trick_messages
 
 CORPUS_PATH = Path(__file__).resolve().parent / "corpus.jsonl.gz"
 REPLY_IDS: tuple[JsonId | None, ...] = (
@@ -83,6 +84,13 @@ def server_messages() -> Iterator[gw.ServerMessage]:
             # The first two games whole; of the others every event and reply, and one view in
             # nine plus the finished ones (a view repeats the state's fields seat after seat).
             if n < 2 or msg.WhichOneof("kind") != "view" or i % 9 == 0 or msg.view.view.result.ranking:
+                yield msg
+    # Trick matches: one whole, one with trumps by contracts and play on at ties (one view in nine).
+    for n, trick_options in enumerate(
+        (TrickOptions(max_deals=9), TrickOptions(trumps="byContracts", ties="playOn", max_deals=9))
+    ):
+        for i, msg in enumerate(trick_messages(n * 104_729 + 2**63 * n, trick_options)):
+            if n == 0 or msg.WhichOneof("kind") != "view" or i % 9 == 0 or msg.view.trick.result.ranking:
                 yield msg
     yield gw.ServerMessage(
         welcome=gw.Welcome(protocol_version=1, heartbeat_seconds=20, max_message_bytes=65536, lang="en")
