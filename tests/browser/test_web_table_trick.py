@@ -22,6 +22,8 @@ MY_MOVE_OR_DEAL_OVER = """() => document.querySelector('[data-testid="place-bid"
   || document.querySelector('[data-testid="hand"] .card.playable:not([disabled])')
   || document.querySelector('[data-testid="deal-line"]')
   || !document.querySelector('#screen-results').hidden"""
+SENT = """(cardId) => !document.querySelector(`[data-testid="hand"] [data-card="${cardId}"]`)
+  || !document.querySelector('[data-testid="hand"] .card.playable:not([disabled])')"""
 
 
 async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: Browser) -> None:
@@ -72,9 +74,10 @@ async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: 
         card_id = await playable.first.get_attribute("data-card")
         if "card" not in moves:
             await browser.screenshot("trick-play")
-        await playable.first.tap()
+        await page.locator(f'[data-testid="hand"] [data-card="{card_id}"]').tap()
         moves.append("card")
-        await page.locator(f'[data-testid="hand"] [data-card="{card_id}"]').wait_for(state="detached")
+        # Sent: the hand is held until the answer, or the card has left it.
+        await page.wait_for_function(SENT, arg=card_id, timeout=DEAL_TIMEOUT_MS)
 
     sent = [f.message["action"]["trick"] for f in browser.log.sent("play")]
     assert sent[0] == {"kind": "bid", "cards": chosen}
@@ -105,3 +108,25 @@ async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: 
           || !document.querySelector('#screen-results').hidden"""
     )
     assert not browser.log.schema_errors and not browser.log.page_errors
+
+
+async def test_the_results_of_a_match_show_the_ranking_and_each_deal_s_contracts(
+    servers: Servers, browser: Browser
+) -> None:
+    """The results screen of a finished match (the demo fixture: a real match of bots to 50)."""
+    page = browser.page
+    await page.goto(servers.url + "?demo=trick-results")
+    await page.locator("#screen-results").wait_for(state="visible")
+    rows = page.get_by_test_id("ranking-row")
+    assert await rows.count() == 3
+    assert await rows.first.get_attribute("data-rank") == "1"
+    deals = page.get_by_test_id("trick-deals")
+    lines = deals.get_by_test_id("deal-line")
+    count = await lines.count()
+    assert count and count % 3 == 0  # three players' lines per deal
+    made = [await lines.nth(i).get_attribute("data-made") for i in range(count)]
+    assert {"true", "false"} & set(made)
+    assert "위" in await rows.first.inner_text() and await page.get_by_test_id("verify-deal").is_hidden()
+    assert await page.get_by_test_id("open-replay").is_hidden()
+    await browser.screenshot("trick-results")
+    assert not browser.log.page_errors

@@ -205,3 +205,19 @@ async def test_a_reconnect_gets_the_missed_events_and_the_view(make_stack: MakeS
 async def _bids_placed(stack: Stack, token: str, count: int) -> bool:
     view = (await _view(stack, token)).trick
     return sum(p.bid_placed for p in view.players) >= count
+
+
+@pytest.mark.timeout(120)
+async def test_a_trick_match_runs_on_the_in_process_engine_and_its_rematch_keeps_the_game(
+    make_stack: MakeStack,
+) -> None:
+    """``--engine local`` hosts the trick game too; "한 판 더" opens a room of the same game and options."""
+    stack = await make_stack(time_scale=0.002, engine_target="local")
+    created = await _room(stack)
+    await stack.stub.StartGame(pb.StartGameRequest(token=created.seat_token))
+    await wait_finished(stack.stub, created.room.room_id, timeout=100)
+    result = await stack.stub.GetResult(pb.GetResultRequest(room_id=created.room.room_id))
+    assert len(result.trick_result.ranking) == 3
+    again = await stack.stub.Rematch(pb.RematchRequest(token=created.seat_token))
+    room = again.joined.room
+    assert room.game == "trick" and room.max_seats == 3 and room.trick_options == SHORT

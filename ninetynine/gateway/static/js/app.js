@@ -1,5 +1,5 @@
 // The web table's entry point: screens (lobby, table, results, replay), the server connection and the
-// demo mode (`?demo=table|lobby|results|replay|banners|presets|trick-bid|trick-play`, `demo=1` = table) that renders fixtures without a server.
+// demo mode (`?demo=table|lobby|results|replay|banners|presets|trick-bid|trick-play|trick-results`, `demo=1` = table) that renders fixtures without a server.
 
 import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
@@ -364,12 +364,15 @@ function renderResults(view) {
   $('#trick-deals').hidden = true;
   if (view.game === 'trick') {
     $('[data-testid="rematch"]').hidden = view.viewer === null;
-    $('[data-testid="verify-deal"]').hidden = true; // the deal check re-runs the adding game's deal
+    // The deal check and the replay player re-run the adding game: not offered for a trick match.
+    $('[data-testid="verify-deal"]').hidden = true;
+    $('[data-testid="open-replay"]').hidden = true;
     const bot = (id) => Boolean(app.room?.seats.find((s) => s.playerId === id)?.bot);
     renderTrickResults(view, { summary: $('[data-testid="summary"]'), ranking: $('#ranking'), deals: $('#trick-deals'), bot });
     return;
   }
   $('[data-testid="verify-deal"]').hidden = false;
+  $('[data-testid="open-replay"]').hidden = false;
   $('[data-testid="rematch"]').hidden = view.viewer === null; // a spectator has no seat to bring
   if (app.resultsOf !== view.seedCommitment) { // a new game's results: the last check is not about it
     app.resultsOf = view.seedCommitment;
@@ -580,6 +583,12 @@ async function startDemo() {
     openReplay(await loadDemo('replay'));
     const step = Number(params.get('step') ?? 0);
     if (step) showFrame(step);
+    return;
+  }
+  if (demo === 'trick-results') {
+    app.conn = { session: { playerId: 'p1', host: true } };
+    onMessage(await loadDemo('room-trick'));
+    onMessage(await loadDemo('view-trick-finished'));
     return;
   }
   if (demo === 'trick-bid' || demo === 'trick-play') {
