@@ -186,7 +186,7 @@ class TrickService:
         trick_wire.action_into(moves[0][1], response.action)
         for player, action in moves:
             move = response.trick_moves.add(player_id=player)
-            trick_wire.CODEC.decode(action.to_dict(), move.action)
+            trick_wire.trick_action_into(action, move.action)
         _state_into(new_state, response.state if state_out is None else state_out)
         trick_wire.events_into(events, response.events)
         return response
