@@ -411,7 +411,16 @@ STATE_CHANGES = {
     "even rng increment": lambda t: setattr(t, "rng_inc", 2),
     "bad option": lambda t: setattr(t.options, "target", 77),
     "unknown enum option": lambda t: setattr(t.options, "trumps", 9),
+    "last trick card": lambda t: t.last_trick.add(player_id="ann", card_id="ZZ"),
 }
+
+
+def test_a_trick_state_with_adding_game_fields_is_refused(stub: pb_grpc.EngineServiceStub) -> None:
+    mixed = state_pb2.State()
+    mixed.CopyFrom(_setup(stub).state)
+    mixed.total = 40
+    err = _refused(stub.View, pb.ViewRequest(state=mixed))
+    assert only_error_info(err).reason == "INVALID_STATE" and "State.trick only" in (err.details() or "")
 
 
 @pytest.mark.parametrize("name", sorted(STATE_CHANGES))
