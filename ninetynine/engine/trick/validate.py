@@ -166,7 +166,7 @@ def _check_deals(s: TrickState) -> None:
     dealer = s.deals[0].dealer if s.deals else s.dealer
     contracts: int | None = None
     for number, record in enumerate(s.deals, 1):
-        if record.deal != number or record.dealer != dealer:
+        if record.deal != number or record.dealer != dealer or dealer not in s.seats:
             raise _bad(f"deal {number}: number or dealer")
         if record.trumps != _trumps(s, contracts) or tuple(ln.player for ln in record.lines) != s.seats:
             raise _bad(f"deal {number}: trumps or lines")

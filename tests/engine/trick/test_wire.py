@@ -132,7 +132,17 @@ _CARDS = ["6S", "AS", "10H", "KC", "7D", "5S", ""]
 def _mutate(msg: trick_pb2.TrickState, data: st.DataObject) -> None:
     """One random change to one field of a state message, anywhere in it."""
     seat = msg.seats[data.draw(st.integers(0, 2))]
-    choice = data.draw(st.integers(0, 14))
+    choice = data.draw(st.integers(0, 17))
+    if choice >= 15 and msg.deals:
+        deal = msg.deals[data.draw(st.integers(0, len(msg.deals) - 1))]
+        line = deal.lines[data.draw(st.integers(0, 2))]
+        if choice == 15:
+            deal.dealer = data.draw(st.sampled_from(_SEAT_IDS))
+        elif choice == 16:
+            deal.declarer = data.draw(st.sampled_from(_SEAT_IDS))
+        else:
+            line.bid[:] = data.draw(st.lists(st.sampled_from(_CARDS), max_size=4))
+        return
     if choice == 0:
         seat.hand.append(data.draw(st.sampled_from(_CARDS)))
     elif choice == 1 and seat.hand:
@@ -163,7 +173,7 @@ def _mutate(msg: trick_pb2.TrickState, data: st.DataObject) -> None:
         msg.trumps = data.draw(st.sampled_from(["", "S", "H", "X"]))
     elif choice == 13:
         msg.phase = trick_pb2.TrickPhase.ValueType(data.draw(st.integers(0, 5)))
-    else:
+    elif choice == 14:
         msg.trick.add(
             player_id=data.draw(st.sampled_from(_SEAT_IDS)), card_id=data.draw(st.sampled_from(_CARDS))
         )
