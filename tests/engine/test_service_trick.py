@@ -9,6 +9,7 @@ ListRules names the game. The adding game's clients are covered by the golden co
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from ninetynine.engine import trick_wire
 from ninetynine.engine.trick import TrickAction, TrickState, card, pending, player_view
+from ninetynine.engine.trick import setup as trick_setup
 from ninetynine.engine.trick.bot import bot_action
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -443,3 +445,16 @@ def test_a_finished_match_refuses_moves_and_timeouts(stub: pb_grpc.EngineService
     assert err.code() == C.FAILED_PRECONDITION and only_error_info(err).reason == "GAME_FINISHED"
     err = _refused(stub.Apply, _apply_request(final, "ann", _action(TrickAction.pass_())))
     assert only_error_info(err).reason == "GAME_FINISHED"
+
+
+def test_the_revealed_seed_proves_the_deal(stub: pb_grpc.EngineServiceStub) -> None:
+    """The same seeded RNG and seed commitment as the adding game: the commitment published at
+    Setup is the SHA-256 of the seed the finished view reveals, and that seed deals the same
+    hands again (the shuffle and deal order of docs/games/trick-taking.md)."""
+    started = _setup(stub, seed=2**63 + 5)
+    final, _ = _match(stub, 2**63 + 5, 8, check_views=False, maxDeals=9)
+    seed = int(_view(stub, final)["seed"])
+    assert hashlib.sha256(seed.to_bytes(8, "big")).hexdigest() == started.seed_commitment
+    again, _ = trick_setup(SEATS, seed=seed, now_ms=1_000)
+    dealt = {p: e["cards"] for _, p, e in _events(started.events) if e["type"] == "trickHandDealt"}
+    assert {p: [card(c).to_dict() for c in again.hands[p]] for p in SEATS} == dealt
