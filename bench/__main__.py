@@ -18,7 +18,14 @@ from dataclasses import asdict
 
 from bench.framework import Report
 
-BENCHMARKS: tuple[str, ...] = ("rules_apply", "engine_grpc", "rpc_overhead", "session_move", "client_json")
+BENCHMARKS: tuple[str, ...] = (
+    "rules_apply",
+    "engine_grpc",
+    "rpc_overhead",
+    "grpc_wake",
+    "session_move",
+    "client_json",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,6 +38,7 @@ from ninetynine.engine.server import EngineMetrics, create_engine_server
 
 ECHO_SERVICE = "bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
+ECHO_STREAM_METHOD = f"/{ECHO_SERVICE}/EchoStream"
 APPLY_METHOD = "/ninetynine.engine.v1.EngineService/Apply"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,10 +51,17 @@ async def _echo(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> 
     return request
 
 
+async def _echo_stream(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    async for request in requests:
+        yield request
+
+
 def echo_handler() -> grpc.GenericRpcHandler[Any, Any]:
-    """A unary method that returns its request bytes untouched (no (de)serialization at all)."""
+    """``Echo``: a unary method that returns its request bytes untouched (no (de)serialization at
+    all); ``EchoStream``: the same for each message of a bidirectional stream."""
     method = grpc.unary_unary_rpc_method_handler(_echo)
-    return grpc.method_handlers_generic_handler(ECHO_SERVICE, {"Echo": method})
+    stream = grpc.stream_stream_rpc_method_handler(_echo_stream)
+    return grpc.method_handlers_generic_handler(ECHO_SERVICE, {"Echo": method, "EchoStream": stream})
 
 
 async def start_engine_and_echo() -> tuple[Ports, Cleanup]:
@@ -158,6 +166,11 @@ class ServerProcess:
             raise RuntimeError(f"bench.servers {' '.join(self.args)} exited with {self._proc.returncode}")
         self.ports = json.loads(line)
         return self
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "not started"
+        return self._proc.pid
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -1,0 +1,126 @@
+"""What one gRPC message costs in CPU, on a busy process and on an idle one.
+
+The move path crosses processes several times (gateway → session, session → engine and back,
+session → gateway twice), so the cost of a message is paid several times per move, by the sender
+and by the receiver. grpc.aio hands every completion between grpc's poller thread and the event
+loop; on a process that was idle that hand-over wakes threads that were asleep, which costs far
+more than the message itself. A game server's processes are idle between most moves (a room
+moves every few seconds), so the idle figure is the one the move path pays.
+
+Against the bare echo server of :mod:`bench.servers` in a child process (own GIL, uvloop, the
+services' channel options), one message at a time, 1 kB payload:
+
+* **back to back** -- the next message as soon as the answer is in;
+* **paced** -- one message every :data:`PACE_S` seconds, the process idle in between.
+
+For a unary call and for one message each way on an open bidirectional stream. CPU per message:
+the child's threads (``/proc/<pid>/task/*/schedstat``, nanoseconds) and this process's
+(``time.process_time``). The baseline is the unary call back to back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+import uvloop
+
+from bench.framework import CaseResult, Report
+from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, ServerProcess
+
+PAYLOAD = b"x" * 1000
+BACK_TO_BACK = 3000
+PACED = 300
+PACE_S = 0.02
+
+
+def _threads_cpu_ns(pid: int) -> int:
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
+async def _measure(port: int, pid: int, calls: int, pace_s: float) -> dict[str, tuple[float, float]]:
+    """Server and client CPU µs per message, for the unary call and the stream."""
+    identity: Any = None
+    out: dict[str, tuple[float, float]] = {}
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        unary = channel.unary_unary(ECHO_METHOD, request_serializer=identity, response_deserializer=identity)
+        stream = channel.stream_stream(
+            ECHO_STREAM_METHOD, request_serializer=identity, response_deserializer=identity
+        )
+        for _ in range(100):
+            await unary(PAYLOAD)
+        call: Any = stream()  # type: ignore[call-arg]  # grpc.aio: no iterator = write() by hand
+        for _ in range(100):
+            await call.write(PAYLOAD)
+            await call.read()
+
+        async def one_unary() -> None:
+            await unary(PAYLOAD)
+
+        async def one_streamed() -> None:
+            await call.write(PAYLOAD)
+            await call.read()
+
+        for name, send in (("unary", one_unary), ("stream", one_streamed)):
+            server0, client0 = _threads_cpu_ns(pid), time.process_time()
+            slept = 0.0
+            for _ in range(calls):
+                await send()
+                if pace_s:
+                    t = time.process_time()
+                    await asyncio.sleep(pace_s)
+                    slept += time.process_time() - t  # the client's own timer wake-ups are not the message's
+            server_us = (_threads_cpu_ns(pid) - server0) / calls / 1000
+            client_us = (time.process_time() - client0 - slept) / calls * 1e6
+            out[name] = (server_us, client_us)
+        await call.done_writing()
+    return out
+
+
+def _record(report: Report, name: str, us: float, samples: int, base: CaseResult | None) -> CaseResult:
+    result = CaseResult(
+        suite="grpc_wake",
+        name=name,
+        samples=samples,
+        median_us=us,
+        p99_us=us,
+        mean_us=us,
+        baseline=None if base is None else base.name,
+        ratio=None if base is None else us / base.median_us,
+    )
+    report.results.append(result)
+    ratio = "base" if base is None else f"{us / base.median_us:.2f}×"
+    report.note(f"{name:<52} {us:>9.0f}  {ratio}")
+    return result
+
+
+def run(report: Report) -> None:
+    report.begin_suite("grpc_wake", "CPU per gRPC message, busy and idle process (µs)")
+    back_to_back = report.samples(BACK_TO_BACK)
+    paced = report.samples(PACED)
+    with ServerProcess("engine") as servers:
+        port, pid = servers.ports["echo"], servers.pid
+        busy = uvloop.run(_measure(port, pid, back_to_back, 0.0))
+        idle = uvloop.run(_measure(port, pid, paced, PACE_S))
+    base: CaseResult | None = None
+    for label, figures, samples in (
+        ("back to back", busy, back_to_back),
+        (f"paced {PACE_S * 1000:.0f} ms", idle, paced),
+    ):
+        for kind in ("unary", "stream"):
+            server_us, client_us = figures[kind]
+            result = _record(report, f"{kind} {label}: server", server_us, samples, base)
+            base = base or result
+            _record(report, f"{kind} {label}: client", client_us, samples, base)
+    report.note(f"cores: {os.cpu_count()}; pin with taskset to compare runs")
