@@ -27,7 +27,7 @@ from ninetynine.engine.v1 import game_pb2, state_pb2, trick_pb2
 if TYPE_CHECKING:
     from ninetynine.engine.handlers import RulesMetrics
 
-__all__ = ["GAME", "TrickService"]
+__all__ = ["GAME", "TrickService", "default_options"]
 
 GAME = "trick"
 MAX_METADATA_VALUE = 100
@@ -58,6 +58,8 @@ class TrickService:
         return from_trick_error(short, ENGINE_DOMAIN)
 
     def _state(self, msg: state_pb2.State) -> TrickState:
+        if len(msg.ListFields()) != 1:  # State.trick and nothing else
+            raise TrickError(Reason.INVALID_STATE, detail="a trick match sets State.trick only")
         state = trick_wire.state_from_proto(msg.trick)
         self._bind(mode=GAME, seq=state.seq)
         return state
@@ -186,7 +188,7 @@ class TrickService:
         trick_wire.action_into(moves[0][1], response.action)
         for player, action in moves:
             move = response.trick_moves.add(player_id=player)
-            trick_wire.CODEC.decode(action.to_dict(), move.action)
+            trick_wire.trick_action_into(action, move.action)
         _state_into(new_state, response.state if state_out is None else state_out)
         trick_wire.events_into(events, response.events)
         return response

@@ -2,9 +2,10 @@
 
 Views, events, actions and options go through the descriptor-driven codec
 (:class:`ninetynine.common.codec.Codec`): the rules core's dicts are the messages' client JSON,
-so ``decode(dict)`` fills a message and ``encode(message)`` reads one back, with no per-field code
-here. The state, which has no dict form, is converted by :func:`state_from_proto` (decoded once
-per request, bounded first, then validated) and :func:`state_into` (encoded once).
+so the codec's compiled readers (the exact inverse of its encoders) fill a message from one and
+its encoders read one back, with no per-field code here. The state, which has no dict form, is
+converted by :func:`state_from_proto` (decoded once per request, bounded first, then validated)
+and :func:`state_into` (encoded once).
 """
 
 from __future__ import annotations
@@ -39,10 +40,16 @@ __all__ = [
     "options_into",
     "state_from_proto",
     "state_into",
+    "trick_action_into",
     "view_into",
 ]
 
 CODEC = Codec()
+_EVENT_MEMBERS = CODEC.member_readers(events_pb2.Event.DESCRIPTOR, "payload")
+_read_view = CODEC.reader(trick_pb2.TrickView.DESCRIPTOR)
+_read_options = CODEC.reader(trick_pb2.TrickOptions.DESCRIPTOR)
+_read_action = CODEC.reader(trick_pb2.TrickAction.DESCRIPTOR)
+_read_deal = CODEC.reader(trick_pb2.TrickDeal.DESCRIPTOR)
 _AUDIENCE = enum_numbers(events_pb2.Audience.DESCRIPTOR)
 _PHASES: dict[TrickPhase, Any] = {
     TrickPhase(str(name)): number for name, number in enum_numbers(trick_pb2.TrickPhase.DESCRIPTOR).items()
@@ -70,7 +77,8 @@ def options_from_proto(msg: trick_pb2.TrickOptions) -> TrickOptions:
 
 
 def options_into(options: TrickOptions, out: trick_pb2.TrickOptions) -> None:
-    CODEC.decode(options.to_mapping(), out)
+    out.SetInParent()
+    _read_options(options.to_mapping(), out)
 
 
 def action_from_proto(msg: game_pb2.Action) -> TrickAction:
@@ -86,22 +94,30 @@ def action_from_proto(msg: game_pb2.Action) -> TrickAction:
 
 
 def action_into(action: TrickAction, out: game_pb2.Action) -> None:
-    out.trick.SetInParent()
-    CODEC.decode(action.to_dict(), out.trick)
+    """``action`` as ``Action.trick``."""
+    trick_action_into(action, out.trick)
+
+
+def trick_action_into(action: TrickAction, out: trick_pb2.TrickAction) -> None:
+    out.SetInParent()
+    _read_action(action.to_dict(), out)
 
 
 def events_into(events: Iterable[Event], out: Any) -> None:
-    """Append ``events`` to a repeated ``Event`` field: audience, player, and the payload decoded
-    from the event's dict (its ``type`` names the ``payload`` member)."""
+    """Append ``events`` to a repeated ``Event`` field: audience, player, and the payload read
+    from the event's data (its ``type`` names the ``payload`` member)."""
     for event in events:
         ev = out.add(audience=_AUDIENCE[event.audience.value])
         if event.player is not None:
             ev.player_id = event.player
-        CODEC.decode(event.to_dict(), ev)
+        field, read = _EVENT_MEMBERS[event.type]
+        payload = getattr(ev, field)
+        payload.SetInParent()
+        read(event.data, payload)
 
 
 def view_into(view: dict[str, Any], out: trick_pb2.TrickView) -> None:
-    CODEC.decode(view, out)
+    _read_view(view, out)
 
 
 # -- state -----------------------------------------------------------------------------------
@@ -206,7 +222,7 @@ def state_into(s: TrickState, out: trick_pb2.TrickState) -> None:
     for p, c in s.last_trick:
         out.last_trick.add(player_id=p, card_id=c)
     for record in s.deals:
-        CODEC.decode(record.to_dict(), out.deals.add())
+        _read_deal(record.to_dict(), out.deals.add())
     out.winners.extend(s.winners)
     out.decision_started_at_ms = s.decision_started_at
     out.seq = s.seq

@@ -117,20 +117,38 @@ class Deadlines:
         self._fires: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
-        """Fire due deadlines until ``stopping`` is set; survives store and engine outages."""
+        """Fire due deadlines until ``stopping`` is set; survives store and engine outages.
+
+        The store is asked for the earliest deadline when it may have changed in a way this
+        replica did not see: at start, after each claim, and every ``poll_ms`` (other replicas'
+        commits, expired claims). A commit here only brings a deadline sooner or later; the sooner
+        ones come from the room cache, and a later one leaves the earliest known deadline too early,
+        which costs one look at the store when it comes round. Not asking the store on every commit
+        saves a round trip to it per move.
+        """
         wake = self.cache.changed
+        next_due: int | None = None
+        known = False
         while not self._stopping.is_set():
-            try:
-                next_due = await self.store.next_deadline_ms()
-            except StoreUnavailable:
-                self.metrics.store_errors.labels(self.cache.store_kind, "next_deadline").inc()
-                next_due = None
+            if not known:
+                try:
+                    next_due = await self.store.next_deadline_ms()
+                    known = True
+                except StoreUnavailable:
+                    self.metrics.store_errors.labels(self.cache.store_kind, "next_deadline").inc()
+                    next_due = None
+            wake.clear()
+            sooner = self.cache.take_sooner_deadline()
+            if sooner is not None and (next_due is None or sooner < next_due):
+                next_due = sooner
             now = now_ms()
             wait_ms = self.poll_ms if next_due is None else max(0, min(next_due - now, self.poll_ms))
             if wait_ms:
-                wake.clear()
-                with contextlib.suppress(TimeoutError):
+                try:
                     await asyncio.wait_for(wake.wait(), wait_ms / 1000)
+                except TimeoutError:
+                    # The earliest known deadline came round (it may have moved since: ask), or the poll.
+                    known = False
                 continue
             try:
                 claimed = await self.store.claim_due(now_ms(), self.owner, self.lease_ms, 200)
@@ -138,6 +156,7 @@ class Deadlines:
                 self.metrics.store_errors.labels(self.cache.store_kind, "claim").inc()
                 await asyncio.sleep(self.poll_ms / 1000)
                 continue
+            known = False
             for room_id, due in claimed:
                 task = asyncio.create_task(self._fire(room_id, due))
                 self._fires.add(task)

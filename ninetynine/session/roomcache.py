@@ -156,8 +156,15 @@ class RoomCache:
         # nobody here watches are dropped after FANOUT_WAIT_S (the soak showed a slow creep when
         # they were kept up to a count instead).
         self._fanout_pending: OrderedDict[tuple[str, int], tuple[float, str, str]] = OrderedDict()
-        # Set on every commit: the deadline scheduler wakes to look at the new deadline.
+        # Set on every commit: the deadline scheduler wakes to look at the new deadline, the
+        # earliest deadline committed here since it last looked (take_sooner_deadline).
         self.changed = asyncio.Event()
+        self._sooner_deadline_ms: int | None = None
+
+    def take_sooner_deadline(self) -> int | None:
+        """The earliest deadline committed by this replica since the last call (None: none)."""
+        sooner, self._sooner_deadline_ms = self._sooner_deadline_ms, None
+        return sooner
 
     def lock(self, room_id: str) -> asyncio.Lock:
         lock = self._locks.get(room_id)
@@ -323,6 +330,10 @@ class RoomCache:
                         time.perf_counter() - received
                     )
                 self._count_outcomes(doc, step)
+                if doc.deadline_ms and (
+                    self._sooner_deadline_ms is None or doc.deadline_ms < self._sooner_deadline_ms
+                ):
+                    self._sooner_deadline_ms = doc.deadline_ms
                 self.changed.set()
                 return loaded, step
             raise session_error("ROOM_BUSY", roomId=room_id)

@@ -9,6 +9,7 @@ ListRules names the game. The adding game's clients are covered by the golden co
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from ninetynine.engine import trick_wire
 from ninetynine.engine.trick import TrickAction, TrickState, card, pending, player_view
+from ninetynine.engine.trick import setup as trick_setup
 from ninetynine.engine.trick.bot import bot_action
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -411,7 +413,16 @@ STATE_CHANGES = {
     "even rng increment": lambda t: setattr(t, "rng_inc", 2),
     "bad option": lambda t: setattr(t.options, "target", 77),
     "unknown enum option": lambda t: setattr(t.options, "trumps", 9),
+    "last trick card": lambda t: t.last_trick.add(player_id="ann", card_id="ZZ"),
 }
+
+
+def test_a_trick_state_with_adding_game_fields_is_refused(stub: pb_grpc.EngineServiceStub) -> None:
+    mixed = state_pb2.State()
+    mixed.CopyFrom(_setup(stub).state)
+    mixed.total = 40
+    err = _refused(stub.View, pb.ViewRequest(state=mixed))
+    assert only_error_info(err).reason == "INVALID_STATE" and "State.trick only" in (err.details() or "")
 
 
 @pytest.mark.parametrize("name", sorted(STATE_CHANGES))
@@ -434,3 +445,16 @@ def test_a_finished_match_refuses_moves_and_timeouts(stub: pb_grpc.EngineService
     assert err.code() == C.FAILED_PRECONDITION and only_error_info(err).reason == "GAME_FINISHED"
     err = _refused(stub.Apply, _apply_request(final, "ann", _action(TrickAction.pass_())))
     assert only_error_info(err).reason == "GAME_FINISHED"
+
+
+def test_the_revealed_seed_proves_the_deal(stub: pb_grpc.EngineServiceStub) -> None:
+    """The same seeded RNG and seed commitment as the adding game: the commitment published at
+    Setup is the SHA-256 of the seed the finished view reveals, and that seed deals the same
+    hands again (the shuffle and deal order of docs/games/trick-taking.md)."""
+    started = _setup(stub, seed=2**63 + 5)
+    final, _ = _match(stub, 2**63 + 5, 8, check_views=False, maxDeals=9)
+    seed = int(_view(stub, final)["seed"])
+    assert hashlib.sha256(seed.to_bytes(8, "big")).hexdigest() == started.seed_commitment
+    again, _ = trick_setup(SEATS, seed=seed, now_ms=1_000)
+    dealt = {p: e["cards"] for _, p, e in _events(started.events) if e["type"] == "trickHandDealt"}
+    assert {p: [card(c).to_dict() for c in again.hands[p]] for p in SEATS} == dealt

@@ -4,14 +4,16 @@ The first byte picks the method (``Setup``, ``Apply``, ``View``, ``Timeout``; fo
 language), the rest is the request's wire bytes: what a caller of the engine's gRPC service sends.
 Bytes that do not decode are skipped (the server's lenient deserializer refuses them before the
 handlers; ``tests/engine/test_service_fuzz.py`` covers that). The seeds are real requests from
-games of both modes and of a preset (its rule set in the state) at several stages, so libFuzzer
+games of both modes, of a preset (its rule set in the state) and of the trick game (State.trick)
+at several stages, so libFuzzer
 starts from states the validator accepts, and half its mutations change one field of the decoded
 request (``custom_mutator``) instead of bytes.
 
-Contract: a response, or a ``ServiceError`` with an UPPER_SNAKE rules reason and a status code of the
-error table (INVALID_ARGUMENT, FAILED_PRECONDITION, ABORTED; never UNKNOWN or INTERNAL); the request
-message is left as it came (its deterministic serialization is unchanged); and a state the engine
-returns is one it accepts again (a ``View`` of it succeeds), so the session can always go on.
+Contract: a response, or a ``ServiceError`` with an UPPER_SNAKE rules reason (the adding game's or
+the trick game's) and a status code of the error tables (INVALID_ARGUMENT, FAILED_PRECONDITION,
+ABORTED; never UNKNOWN or INTERNAL); the request message is left as it came (its deterministic
+serialization is unchanged); and a state the engine returns is one it accepts again (a ``View`` of
+it succeeds), so the session can always go on.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ with atheris.instrument_imports(include=["ninetynine"]):
     from google.protobuf.message import DecodeError, Message
 
     from ninetynine.common.errors import ServiceError
-    from ninetynine.engine import convert
-    from ninetynine.engine.errors import REASON_STATUS
+    from ninetynine.engine import convert, trick, trick_wire
+    from ninetynine.engine.errors import REASON_STATUS, TRICK_REASON_STATUS
     from ninetynine.engine.handlers import EngineHandlers, RulesMetrics
     from ninetynine.engine.rules import CLASSIC, PRESETS, Options, Reason, apply, setup, timeout_action
+    from ninetynine.engine.trick import TrickReason
     from ninetynine.engine.v1 import engine_service_pb2 as pb
 
 HANDLERS: Final = EngineHandlers(RulesMetrics.create(None), log_fields=False)
-ALLOWED_CODES: Final = set(REASON_STATUS.values())
+ALLOWED_CODES: Final = set(REASON_STATUS.values()) | set(TRICK_REASON_STATUS.values())
+REASONS: Final = set(Reason.__members__) | set(TrickReason.__members__)
 ARGS: Final = ["-max_len=16384"]  # a mid-game state with its history is a few kilobytes
 
 # method index -> (request type, call)
@@ -70,7 +74,7 @@ def TestOneInput(data: bytes) -> None:
         response = call(request)
     except ServiceError as err:
         require_reason(err.reason)
-        require(err.reason in Reason.__members__, f"not a rules reason: {err.reason}")
+        require(err.reason in REASONS, f"not a rules reason: {err.reason}")
         require(err.code in ALLOWED_CODES, f"{err.reason} as {err.code.name}")
         require(bool(err.message("ko")) and bool(err.message("en")), f"{err.reason} without a text")
     else:
@@ -86,6 +90,7 @@ def TestOneInput(data: bytes) -> None:
 STRINGS: Final = (
     *("", "x", "N1-1", "N10-2", "PM9-1", "J-1", "Z-1", "AS-1", "10D-2", "ann", "bob", "0" * 64),
     *("na-online", "card.K", "add", "tokens", "aceValue", "sign"),
+    *("trick", "adding", "6S", "AC", "10H", "bid", "play"),
 )
 
 
@@ -122,6 +127,7 @@ def _requests() -> list[tuple[int, Message]]:
             state, _ = apply(state, state.current, timeout_action(state), now_ms=1_000 + moves)
             moves += 1
         out.append((4, pb.ViewRequest(state=convert.state_to_proto(state))))  # finished, spectator
+    out += _trick_requests()
     # Requests that once broke the contract (tests/engine/test_service_errors.py has them too).
     out.append((0, pb.SetupRequest(player_ids=["ann", "bob"], now_ms=2**63 - 1)))
     playing = next(request for method, request in out if method == 1).state  # type: ignore[attr-defined]
@@ -137,10 +143,35 @@ def _requests() -> list[tuple[int, Message]]:
     return out
 
 
+def _trick_requests() -> list[tuple[int, Message]]:
+    """A trick match from setup to its end (timeout moves), every few decisions."""
+    out: list[tuple[int, Message]] = [
+        (0, pb.SetupRequest(player_ids=["ann", "bob", "cho"], seed=7, game="trick"))
+    ]
+    state, _ = trick.setup(["ann", "bob", "cho"], trick.TrickOptions(max_deals=9), seed=7, now_ms=1_000)
+    moves = 0
+    while not state.finished:
+        player = trick.pending(state)[0]
+        action = trick.timeout_action(state, player)
+        if moves % 5 == 0:
+            proto = pb.ApplyRequest(player_id=player, expected_seq=state.seq)
+            trick_wire.state_into(state, proto.state.trick)
+            trick_wire.action_into(action, proto.action)
+            out.append((1, proto))
+            out.append((2, pb.ViewRequest(state=proto.state, viewer_id=player)))
+            out.append((3, pb.TimeoutRequest(state=proto.state, now_ms=2_000)))
+        state, _ = trick.apply(state, player, action, now_ms=1_000 + moves)
+        moves += 1
+    final = pb.ViewRequest()
+    trick_wire.state_into(state, final.state.trick)
+    out.append((4, final))
+    return out
+
+
 def seeds() -> list[bytes]:
     return [bytes([method]) + request.SerializeToString() for method, request in _requests()]
 
 
 DICTIONARY: Final = [
     card.encode() for card in ("N1-1", "N10-1", "PM9-1", "PM10-2", "Z-1", "J-1", "AS-1", "KH-2", "10D-1")
-] + [b"ann", b"bob", b"cho", b"kr-product", b"classic"]
+] + [b"ann", b"bob", b"cho", b"kr-product", b"classic", b"trick", b"6S", b"AC", b"10H"]

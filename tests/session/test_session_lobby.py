@@ -229,6 +229,7 @@ async def test_a_new_room_is_listed_first_after_many_abandoned_ones(make_stack: 
     stack = await make_stack()
     for i in range(55):  # each closed browser tab in the lobby left one of these
         await _room(stack, name=f"버려진{i}")
+    await asyncio.sleep(0.002)  # rooms made in the same millisecond are listed in room-id order
     fresh = await _room(stack, name="새방")
     page = await stack.stub.ListRooms(pb.ListRoomsRequest(page_size=50))  # what the gateway asks for
     assert page.rooms[0].room_id == fresh.room.room_id

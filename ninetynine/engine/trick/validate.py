@@ -101,11 +101,10 @@ def _check_turn(s: TrickState) -> None:
             raise _bad("announcing turn")
     if phase is TrickPhase.PLAYING:
         _check_play(s, first)
-    finished = phase is TrickPhase.FINISHED
-    if finished and (
-        s.current is not None or s.trick or any(s.hands.values()) or len(s.last_trick) != PLAYERS
-    ):
-        raise _bad("finished state")
+    if phase is TrickPhase.FINISHED:
+        if s.current is not None or s.trick or any(s.hands.values()) or s.trick_no != TRICKS_PER_DEAL:
+            raise _bad("finished state")
+        _check_last_trick(s, needed=True)
     if phase is not TrickPhase.BIDDING:
         for p in s.seats:
             shown = p == s.declarer or not s.hands[p]
@@ -116,11 +115,13 @@ def _check_turn(s: TrickState) -> None:
 
 
 def _check_play(s: TrickState, first: str) -> None:
-    passed_all = s.passed == [first, s.left_of(first), s.left_of(s.left_of(first))]
-    if s.declarer is None and not passed_all:
+    order = [first, s.left_of(first), s.left_of(s.left_of(first))]
+    if s.passed != order[: len(s.passed)]:
+        raise _bad("passes are not in announcing order")
+    if s.declarer is None and len(s.passed) != PLAYERS:
         raise _bad("play starts with a declarer or after three passes")
-    if s.declarer is not None and (s.declarer in s.passed or len(s.passed) >= PLAYERS):
-        raise _bad("declarer")
+    if s.declarer is not None and (len(s.passed) >= PLAYERS or s.declarer != order[len(s.passed)]):
+        raise _bad("the declarer is the first player who did not pass")
     if not 1 <= s.trick_no <= TRICKS_PER_DEAL or sum(s.tricks_won.values()) != s.trick_no - 1:
         raise _bad("trick number and tricks taken disagree")
     players = [p for p, _ in s.trick]
@@ -135,11 +136,25 @@ def _check_play(s: TrickState, first: str) -> None:
         played = s.trick_no - 1 + (p in players)
         if len(s.hands[p]) != TRICKS_PER_DEAL - played:
             raise _bad(f"hand of {p!r} does not match the tricks played")
-    if (s.trick_no == 1) != (not s.last_trick):
+    _check_last_trick(s, needed=s.trick_no > 1)
+    if s.leader != (trick_winner(s.last_trick, s.trumps) if s.last_trick else first):
+        raise _bad("the trick's leader is not the last trick's winner")
+
+
+def _check_last_trick(s: TrickState, needed: bool) -> None:
+    """The last completed trick: three cards of the won tricks, one per player in turn order,
+    among its winner's cards."""
+    if bool(s.last_trick) != needed:
         raise _bad("last trick")
-    if s.last_trick and not set(c for _, c in s.last_trick) <= set(
-        s.won_cards[trick_winner(s.last_trick, s.trumps)]
-    ):
+    if not needed:
+        return
+    players = [p for p, _ in s.last_trick]
+    cards = [c for _, c in s.last_trick]
+    if len(players) != PLAYERS or players[0] not in s.seats or not all(map(is_card, cards)):
+        raise _bad("last trick")
+    if players != [players[0], s.left_of(players[0]), s.left_of(s.left_of(players[0]))]:
+        raise _bad("last trick is not in turn order")
+    if not set(cards) <= set(s.won_cards[trick_winner(s.last_trick, s.trumps)]):
         raise _bad("last trick is not among its winner's cards")
 
 
@@ -151,7 +166,7 @@ def _check_deals(s: TrickState) -> None:
     dealer = s.deals[0].dealer if s.deals else s.dealer
     contracts: int | None = None
     for number, record in enumerate(s.deals, 1):
-        if record.deal != number or record.dealer != dealer:
+        if record.deal != number or record.dealer != dealer or dealer not in s.seats:
             raise _bad(f"deal {number}: number or dealer")
         if record.trumps != _trumps(s, contracts) or tuple(ln.player for ln in record.lines) != s.seats:
             raise _bad(f"deal {number}: trumps or lines")
@@ -171,7 +186,8 @@ def _check_deals(s: TrickState) -> None:
         if number < len(s.deals) or not finished:
             dealer = s.left_of(dealer)
     if finished:
-        if s.deals and (s.dealer != s.deals[-1].dealer or s.trumps != s.deals[-1].trumps):
+        last = s.deals[-1] if s.deals else None
+        if last is None or (s.dealer, s.trumps, s.declarer) != (last.dealer, last.trumps, last.declarer):
             raise _bad("finished deal")
     elif s.dealer != dealer or s.trumps != _trumps(s, contracts):
         raise _bad("dealer or trumps of the current deal")
