@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import Browser, Servers
+from tests.browser.test_web_table_axe import _axe_or_skip, _violations
 
 pytestmark = pytest.mark.browser
 
@@ -99,6 +100,11 @@ async def test_one_deal_of_the_trick_game_by_tapping(servers: Servers, browser: 
                 c["card"]["id"] == action["card"] and c["playable"] for c in views[-1]["hand"]
             )
     await browser.screenshot("trick-deal-scored")
+    # Help tells this game's rules, not the adding game's.
+    await page.get_by_test_id("help-toggle").tap()
+    assert await page.get_by_test_id("help-trick").is_visible()
+    assert "♣ 3" in await page.get_by_test_id("help-trick").inner_text()
+    await page.get_by_test_id("help-close").tap()
     # Korean by default, English at a tap: the table's own texts follow.
     head = page.get_by_test_id("trick-head")
     assert "번째 판" in await head.inner_text()
@@ -130,3 +136,28 @@ async def test_the_results_of_a_match_show_the_ranking_and_each_deal_s_contracts
     assert await page.get_by_test_id("open-replay").is_hidden()
     await browser.screenshot("trick-results")
     assert not browser.log.page_errors
+
+
+async def test_no_trick_screen_has_a_serious_or_critical_axe_violation(
+    servers: Servers, browser: Browser
+) -> None:
+    """axe-core (as tests/browser/test_web_table_axe.py runs it) on the trick table while bidding
+    with two cards set aside, while playing with follow-suit badges, on its help and results."""
+    axe = _axe_or_skip()
+    page = browser.page
+    problems: list[str] = []
+    await page.goto(f"{servers.url}?demo=trick-bid")
+    for _ in range(2):
+        await page.locator('[data-testid="hand"] .card').first.tap()
+    await page.get_by_test_id("bid-count").wait_for()
+    problems += await _violations(page, axe, "trick bid")
+    await page.goto(f"{servers.url}?demo=trick-play")
+    await page.locator('[data-testid="hand"] .badge').first.wait_for()
+    problems += await _violations(page, axe, "trick play")
+    await page.get_by_test_id("help-toggle").tap()
+    await page.get_by_test_id("help-trick").wait_for()
+    problems += await _violations(page, axe, "trick help")
+    await page.goto(f"{servers.url}?demo=trick-results")
+    await page.get_by_test_id("deal-line").first.wait_for()
+    problems += await _violations(page, axe, "trick results")
+    assert not problems, "axe-core found:\n" + "\n".join(problems)

@@ -532,6 +532,7 @@ function onView(view) {
   app.table.catchingUp = false;
   if (view.game === 'trick') {
     document.body.dataset.game = 'trick';
+    document.body.dataset.help = 'trick';
     if (view.phase === 'finished') {
       renderResults(view);
       show('results');

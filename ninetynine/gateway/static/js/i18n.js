@@ -99,6 +99,9 @@ const TEXTS = {
     tr_announce: '선언', tr_pass: '패스', tr_followSuit: '같은 무늬', tr_scores: '판별 점수',
     tr_dealCol: '판', tr_playerCol: '이름', tr_bidCol: '약속', tr_tricksCol: '트릭', tr_pointsCol: '점수', tr_scoreCol: '합계',
     tr_deals: '판별 계약',
+    tr_help1: '3명이 36장(6~A)으로 해요. 12장을 받고 3장을 엎어 약속으로 둬요: ♣ 3, ♥ 2, ♠ 1, ♦ 0개의 트릭을 따겠다는 약속이에요.',
+    tr_help2: '딜러 왼쪽부터 선언하거나 패스해요. 처음 선언한 사람은 약속 카드를 보여 주고, 성공하면 +30, 실패하면 −60이에요.',
+    tr_help3: '같은 무늬가 있으면 따라 내야 해요. 가장 높은 카드가 트릭을 따요. 트릭 1개에 1점, 약속을 지킨 사람이 3·2·1명이면 10·20·30점. 목표 점수(기본 100점)에 먼저 닿으면 이겨요.',
   },
   en: {
     title: "Don't pass 99!",
@@ -196,6 +199,9 @@ const TEXTS = {
     tr_announce: 'Announce', tr_pass: 'Pass', tr_followSuit: 'follow suit', tr_scores: 'Scores by deal',
     tr_dealCol: 'Deal', tr_playerCol: 'Player', tr_bidCol: 'Bid', tr_tricksCol: 'Tricks', tr_pointsCol: 'Points', tr_scoreCol: 'Total',
     tr_deals: 'Contracts by deal',
+    tr_help1: 'Three players, 36 cards (6 to A). You get 12 and lay 3 face down as your bid: each ♣ bids 3 tricks, ♥ 2, ♠ 1, ♦ 0.',
+    tr_help2: "From the dealer's left, announce or pass. The first to announce shows the bid: +30 if made, −60 if not.",
+    tr_help3: 'Follow suit if you can; the highest card wins the trick. 1 point a trick; 10, 20 or 30 to each who makes the bid when 3, 2 or 1 do. First to the target (100 by default) wins.',
   },
 };
 

@@ -168,6 +168,8 @@ export class TrickTable {
         class: `card trick-card${e.card.suit === 'H' || e.card.suit === 'D' ? ' suit-red' : ' suit-black'}${
           playable || bidding ? ' playable' : ' unplayable'}`,
         'data-playable': String(Boolean(e.playable)),
+        // The accessible name holds what the card shows, its badge included.
+        'aria-label': e.reason === 'MUST_FOLLOW_SUIT' ? `${e.card.face} ${t('tr_followSuit')}` : e.card.face,
         disabled: !(playable || (bidding && this.chosen.length < 3)),
         onclick: () => (bidding ? this.toggle(e.card.id) : this.send({ kind: 'play', card: e.card.id })),
       }, e.reason === 'MUST_FOLLOW_SUIT' ? h('span', { class: 'badge' }, t('tr_followSuit')) : null);
