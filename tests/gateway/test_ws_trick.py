@@ -254,3 +254,34 @@ def _proto_decision(view: trick_pb2.TrickView) -> trick_pb2.TrickAction:
     return trick_pb2.TrickAction(
         kind=trick_pb2.TRICK_ACTION_KIND_PLAY, card=next(c.card.id for c in view.hand if c.playable)
     )
+
+
+async def test_a_trick_seat_resumes_on_a_new_connection_with_the_missed_events_and_its_view(
+    gateway: RunningGateway, ws_client: WsFactory
+) -> None:
+    """The seat's token on another connection, after the last seq it saw: the events it missed
+    (its own hand dealt among them, nobody else's), then its view, and it plays on."""
+    first = await ws_client(gateway)
+    short = {"target": 50, "maxDeals": 9}
+    joined = await first.request(
+        {"type": "createRoom", "id": 1, "name": "Sam", "seats": 3, "game": "trick", "trickOptions": short}
+    )
+    for i in range(2):
+        await first.request({"type": "addBot", "id": f"b{i}"})
+    await first.request({"type": "startGame", "id": "s"})
+    opening = await first.until(lambda m: m["type"] == "view")
+    await first.ws.close()
+    back = await ws_client(gateway)
+    after = opening["seq"]
+    resumed = await back.request({"type": "resume", "id": "r", "token": joined["token"], "afterSeq": after})
+    assert resumed["type"] == "joined" and resumed["playerId"] == joined["playerId"]
+    view = await back.until(lambda m: m["type"] == "view")
+    missed = [m for m in back.seen if m["type"] == "event"]
+    assert all(m["seq"] > after for m in missed)
+    assert view["seq"] >= max((m["seq"] for m in missed), default=after)
+    assert view["trick"]["viewer"] == joined["playerId"] and view["trick"]["hand"]
+    for m in missed:
+        if m["event"]["type"] in ("trickHandDealt", "bidPlaced") and "cards" in m["event"]:
+            assert m["event"]["player"] == joined["playerId"], m
+    finished = await _play_match(back, joined["playerId"])
+    assert finished["phase"] == "finished"
