@@ -23,6 +23,8 @@ MY_MOVE_OR_DEAL_OVER = """() => document.querySelector('[data-testid="place-bid"
   || document.querySelector('[data-testid="hand"] .card.playable:not([disabled])')
   || document.querySelector('[data-testid="deal-line"]')
   || !document.querySelector('#screen-results').hidden"""
+MY_BID_SHOWN = """() => /=/.test(
+  document.querySelector('[data-testid="trick-player-p1"] [data-testid="bid"]')?.textContent)"""
 SENT = """(cardId) => !document.querySelector(`[data-testid="hand"] [data-card="${cardId}"]`)
   || !document.querySelector('[data-testid="hand"] .card.playable:not([disabled])')"""
 
@@ -161,3 +163,33 @@ async def test_no_trick_screen_has_a_serious_or_critical_axe_violation(
     await page.get_by_test_id("deal-line").first.wait_for()
     problems += await _violations(page, axe, "trick results")
     assert not problems, "axe-core found:\n" + "\n".join(problems)
+
+
+async def test_a_reload_brings_the_trick_table_back_with_the_bid_laid(
+    servers: Servers, browser: Browser
+) -> None:
+    """The seat survives a reload (its token in sessionStorage): the table comes back from the
+    resumed view, the bid laid before the reload still shown as this seat's."""
+    page = browser.page
+    await page.goto(servers.url)
+    await page.get_by_test_id("player-name").fill(HUMAN)
+    await page.get_by_test_id("opt-game").select_option("trick")
+    await page.get_by_test_id("create-room").tap()
+    await page.get_by_test_id("waiting-room").wait_for()
+    for seat in (1, 2):
+        await page.get_by_test_id("add-bot").tap()
+        await page.locator(f'[data-testid="seat-{seat}"]:not(.free)').wait_for()
+    await page.get_by_test_id("start-game").tap()
+    await page.get_by_test_id("place-bid").wait_for()
+    for _ in range(3):
+        await page.locator('[data-testid="hand"] .card').first.tap()
+    await page.get_by_test_id("place-bid").tap()
+    await page.get_by_test_id("place-bid").wait_for(state="detached")
+    await page.reload()
+    await page.locator("#screen-trick").wait_for(state="visible")
+    mine = page.get_by_test_id("trick-player-p1").get_by_test_id("bid")
+    await page.wait_for_function(MY_BID_SHOWN)
+    assert "=" in await mine.inner_text()  # "6♦ 6♥ 8♥ = 4": my own bid, face down for the others
+    resumed = [f.message for f in browser.log.sent("resume")]
+    assert resumed and resumed[-1]["afterSeq"] > 0
+    assert not browser.log.schema_errors and not browser.log.page_errors
