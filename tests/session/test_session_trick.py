@@ -100,10 +100,11 @@ async def test_bids_announcements_and_cards_are_played_and_views_keep_the_secret
         view = (await _view(stack, token)).trick
         watched = (await _view(stack, spectator)).trick
         assert not watched.hand and not watched.HasField("my_bid") and not watched.viewer_id
-        for player in (*view.players, *watched.players):
-            if player.id != "p1" and player.HasField("bid"):
-                # A bid is face up only for the declarer or once its nine cards are played.
-                assert player.id == view.declarer or player.hand_count == 0
+        for seen in (view, watched):  # read one after the other: each against its own state
+            for player in seen.players:
+                if player.id != "p1" and player.HasField("bid"):
+                    # A bid is face up only for the declarer or once its nine cards are played.
+                    assert player.id == seen.declarer or player.hand_count == 0
         if view.deal > 1 or view.phase == trick_pb2.TRICK_PHASE_FINISHED:
             break
         if not view.my_turn:
