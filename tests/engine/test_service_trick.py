@@ -376,6 +376,12 @@ def test_bad_actions_are_refused_with_one_error_info_and_nothing_changes(
     )
 
 
+def test_the_trick_entry_of_list_rules_sets_up_the_trick_game(stub: pb_grpc.EngineServiceStub) -> None:
+    """SetupRequest.rules takes every ListRules name: rules "trick" without a game is the trick game."""
+    by_rules = stub.Setup(pb.SetupRequest(player_ids=SEATS, seed=7, now_ms=1_000, rules="trick"), timeout=5)
+    assert by_rules.SerializeToString() == _setup(stub, seed=7).SerializeToString()
+
+
 def test_setup_refusals(stub: pb_grpc.EngineServiceStub) -> None:
     unknown = _refused(stub.Setup, pb.SetupRequest(player_ids=SEATS, game="bridge"))
     assert unknown.code() == C.INVALID_ARGUMENT
