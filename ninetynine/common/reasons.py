@@ -67,8 +67,10 @@ SERVICE_TEXTS: Final[Mapping[str, tuple[str, str]]] = {
     "TOO_MANY_SPECTATORS": ("관전자가 너무 많아요", "Too many spectators"),
     "INVALID_SUBSCRIPTION": ("구독 번호는 1 이상이어야 해요", "A subscription id must be 1 or more"),
     "TOO_MANY_SUBSCRIPTIONS": ("한 연결에 구독이 너무 많아요", "Too many subscriptions on one stream"),
+    # Streams of calls: the session's PlayMany, the engine's ApplyMany.
     "INVALID_CALL_ID": ("요청 번호는 1 이상이어야 해요", "A call_id must be 1 or more"),
     "MISSING_PLAY": ("낼 카드 요청이 비어 있어요", "The request carries no play"),
+    "MISSING_CALL": ("요청이 비어 있어요", "The request carries no call"),
     "ROOM_BUSY": ("잠시 후 다시 시도해 주세요", "The room is busy; try again"),
     "ENGINE_UNAVAILABLE": (
         "게임 엔진에 연결할 수 없어요. 잠시 후 다시 시도해 주세요",

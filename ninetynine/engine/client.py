@@ -16,6 +16,11 @@ code (``OVER_99``, ``STALE_STATE``...), metadata and both language texts. The cu
 The session holds an ``EngineClient`` whichever engine answers: the in-process
 :class:`ninetynine.engine.local.LocalEngine` is this client over the engine's handlers.
 
+Apply and Timeout travel on a few shared ``ApplyMany`` streams (opened on first use and again
+after a break; a call whose stream broke before its answer is sent again on a new one), because a
+message on an open stream costs both ends about half the CPU of a unary call (``bench
+grpc_wake``); their answers and failures are those of the unary calls. The other calls are unary.
+
 A caller that already holds the state's encoding (a stored room document) passes it as
 ``state_wire`` to :meth:`EngineClient.apply` / :meth:`EngineClient.timeout`: the request is
 assembled from those bytes instead of encoding the state again. With ``state_out`` the new state
@@ -34,9 +39,11 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 
+from ninetynine.common.context import accept_language, request_id
 from ninetynine.common.errors import Lang
 from ninetynine.common.grpcclient import create_channel
-from ninetynine.common.wire import length_delimited
+from ninetynine.common.sharedcalls import AnsweredCall, AnsweringPool, failure_error
+from ninetynine.common.wire import length_delimited, varint
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -49,6 +56,12 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
 # Where the state sits in each request (by the descriptors, not by hand).
 _APPLY_STATE = pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number
 _TIMEOUT_STATE = pb.TimeoutRequest.DESCRIPTOR.fields_by_name["state"].number
+_MANY = pb.ApplyManyRequest.DESCRIPTOR.fields_by_name
+_MANY_CALL_ID_KEY = varint(_MANY["call_id"].number << 3)  # a varint field's key
+_MANY_APPLY = _MANY["apply"].number
+_MANY_TIMEOUT = _MANY["timeout"].number
+_MANY_REQUEST_ID = _MANY["request_id"].number
+_MANY_LANG = _MANY["accept_language"].number
 
 DEFAULT_TIMEOUT = 1.0
 DEFAULT_ATTEMPTS = 3
@@ -60,6 +73,12 @@ RECONNECT_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
+
+
+class _MovesCall(AnsweredCall[bytes, pb.ApplyManyResponse]):
+    """One ApplyMany call and the moves waiting for their answers on it."""
+
+    kind = "engine"
 
 
 class EngineClient:
@@ -74,8 +93,10 @@ class EngineClient:
         backoff: float = DEFAULT_BACKOFF,
         lang: Lang | None = None,
         stub: Any = None,
+        streams: int = 2,
     ) -> None:
-        """``stub`` (anything with the five async stub methods) replaces the channel to ``target``."""
+        """``stub`` (anything with the five async stub methods) replaces the channel to ``target``
+        (and Apply and Timeout are then unary calls of it); ``streams``: shared ApplyMany calls."""
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if attempts < 1:
@@ -86,17 +107,22 @@ class EngineClient:
         self.backoff = backoff
         self.lang = lang
         self._channel: grpc.aio.Channel | None = None
-        self._raw: dict[str, Callable[..., Awaitable[bytes]]] = {}
+        self._moves: AnsweringPool[bytes, pb.ApplyManyResponse] | None = None
         if stub is None:
             self._channel = channel = create_channel(target, options=RECONNECT_OPTIONS)
             stub = pb_grpc.EngineServiceStub(channel)
-            # Apply and Timeout also as bytes in, bytes out: requests assembled from held bytes.
-            self._raw = {
-                name: channel.unary_unary(
-                    f"/{_SERVICE}/{name}", request_serializer=None, response_deserializer=None
-                )
-                for name in ("Apply", "Timeout")
-            }
+            # Requests as bytes (assembled from held bytes), answers parsed once.
+            apply_many = channel.stream_stream(
+                f"/{_SERVICE}/ApplyMany",
+                request_serializer=None,
+                response_deserializer=pb.ApplyManyResponse.FromString,
+            )
+            metadata = (("accept-language", lang),) if lang else None
+
+            def open_call(index: int) -> AnsweredCall[bytes, pb.ApplyManyResponse]:
+                return _MovesCall(lambda requests: apply_many(requests, metadata=metadata), index)
+
+            self._moves = AnsweringPool(open_call, streams)
         self._stub = stub
 
     async def __aenter__(self) -> EngineClient:
@@ -108,6 +134,8 @@ class EngineClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._moves is not None:
+            await self._moves.close()
         if self._channel is not None:
             await self._channel.close(None)
 
@@ -157,14 +185,14 @@ class EngineClient:
         request = pb.ApplyRequest(player_id=player_id, action=action, now_ms=now_ms)
         if expected_seq is not None:
             request.expected_seq = expected_seq
-        if (state_wire is None and state_out is None) or not self._raw:
+        if self._moves is None:
             request.state.CopyFrom(state)
             applied: pb.ApplyResponse = await self._call(self._stub.Apply, request)
             return self._into(applied, state_out)
         wire = state.SerializeToString() if state_wire is None else state_wire
         data = length_delimited(_APPLY_STATE, wire) + request.SerializeToString()
-        answer = await self._call(self._raw["Apply"], data)
-        return self._into(pb.ApplyResponse.FromString(answer), state_out)
+        answer = await self._move(_MANY_APPLY, data)
+        return self._into(answer.applied, state_out)
 
     async def list_rules(self) -> rules_pb2.ListRulesResponse:
         """Every preset ``setup(rules=...)`` takes, with its one-line summaries and rule set."""
@@ -188,14 +216,14 @@ class EngineClient:
         request = pb.TimeoutRequest(now_ms=now_ms)
         if expected_seq is not None:
             request.expected_seq = expected_seq
-        if (state_wire is None and state_out is None) or not self._raw:
+        if self._moves is None:
             request.state.CopyFrom(state)
             timed: pb.TimeoutResponse = await self._call(self._stub.Timeout, request)
             return self._into(timed, state_out)
         wire = state.SerializeToString() if state_wire is None else state_wire
         data = length_delimited(_TIMEOUT_STATE, wire) + request.SerializeToString()
-        answer = await self._call(self._raw["Timeout"], data)
-        return self._into(pb.TimeoutResponse.FromString(answer), state_out)
+        answer = await self._move(_MANY_TIMEOUT, data)
+        return self._into(answer.timed_out, state_out)
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -205,6 +233,31 @@ class EngineClient:
         if state_out is not None:
             state_out.CopyFrom(response.state)
         return response
+
+    async def _move(self, kind: int, call: bytes) -> pb.ApplyManyResponse:
+        """The answer to an Apply or Timeout (``kind``: its ApplyManyRequest field) on a shared
+        stream within the call's deadline; a failure raised as the unary call's would be."""
+        assert self._moves is not None
+        # The request id and language of the caller's request go with the call, as a unary call's
+        # metadata would carry them. Field order does not matter on the wire: the id goes first.
+        rest = length_delimited(kind, call)
+        rid = request_id()
+        if rid:
+            rest += length_delimited(_MANY_REQUEST_ID, rid.encode())
+        lang = accept_language() or self.lang or ""
+        if lang:
+            rest += length_delimited(_MANY_LANG, lang.encode())
+
+        def message(call_id: int) -> bytes:
+            return _MANY_CALL_ID_KEY + varint(call_id) + rest
+
+        try:
+            answer = await self._moves.ask(rid, message, self.call_timeout)
+            if answer.WhichOneof("result") == "failure":
+                raise failure_error(answer.failure)
+        except grpc.aio.AioRpcError as err:
+            raise from_rpc_error(err, default_domain=ENGINE_DOMAIN) from err
+        return answer
 
     async def _call(self, method: Callable[..., Awaitable[Resp]], request: object) -> Resp:
         metadata = (("accept-language", self.lang),) if self.lang else None

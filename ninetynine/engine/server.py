@@ -21,6 +21,7 @@ of deploy/ (docs/operations.md#network-exposure).
 from __future__ import annotations
 
 import argparse
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,6 +30,7 @@ import grpc
 import grpc.aio
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 
+from ninetynine.common.context import accept_language
 from ninetynine.common.errors import lang_from_metadata
 from ninetynine.common.grpcserver import HealthServicer, create_server, serve
 from ninetynine.common.interceptors import CanonicalLogInterceptor
@@ -40,6 +42,7 @@ from ninetynine.common.lenient import lenient_handler
 from ninetynine.common.logging import get_logger
 from ninetynine.common.metrics import histogram, start_metrics_server
 from ninetynine.common.runner import add_service_flags, run_service
+from ninetynine.engine.applymany import Recorder, apply_many
 from ninetynine.engine.errors import ENGINE_DOMAIN
 from ninetynine.engine.handlers import EngineHandlers, RulesMetrics, rules_metrics
 from ninetynine.engine.v1 import engine_service_pb2 as pb
@@ -106,9 +109,12 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
     caller's language).
     """
 
-    def __init__(self, metrics: EngineMetrics | None = None) -> None:
+    def __init__(self, metrics: EngineMetrics | None = None, record: Recorder | None = None) -> None:
+        """``record`` (the server's :meth:`CanonicalLogInterceptor.record`) logs and observes each
+        call of an ApplyMany stream like its unary twin."""
         self.metrics = metrics or default_metrics()
         self.handlers = EngineHandlers(self.metrics, log_fields=True)
+        self.record = record
 
     async def Setup(
         self, request: pb.SetupRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -134,6 +140,14 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
         self, request: rules_pb2.ListRulesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rules_pb2.ListRulesResponse:
         return self.handlers.list_rules(request)
+
+    async def ApplyMany(  # type: ignore[override]
+        self,
+        request_iterator: AsyncIterable[pb.ApplyManyRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[pb.ApplyManyResponse]:
+        async for answer in apply_many(self.handlers, request_iterator, accept_language(), self.record):
+            yield answer
 
 
 # -- wiring ------------------------------------------------------------------------------------
@@ -168,7 +182,7 @@ def create_engine_server(
     server, port, health = create_server(
         address, service_names=[ENGINE_SERVICE_NAME], interceptors=[interceptor], reflection=reflection
     )
-    server.add_generic_rpc_handlers((engine_handler(EngineServicer(metrics)),))
+    server.add_generic_rpc_handlers((engine_handler(EngineServicer(metrics, interceptor.record)),))
     return server, port, health
 
 

@@ -32,20 +32,22 @@ resent here: the refusal goes back to the caller as it is.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import zlib
-from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncGenerator
 
 import grpc
 import grpc.aio
 from prometheus_client import Counter
 
-from ninetynine.common.context import request_id, request_scope
-from ninetynine.common.errors import STATUS_DETAILS_KEY
-from ninetynine.common.grpcclient import RETRY_MAX_ATTEMPTS
+from ninetynine.common.context import request_id
 from ninetynine.common.logging import get_logger
+from ninetynine.common.sharedcalls import (
+    AnsweredCall,
+    AnsweringPool,
+    CallPool,
+    SharedCall,
+    failure_error,
+    rpc_error,
+)
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
@@ -56,109 +58,9 @@ log = get_logger(__name__)
 MAX_PENDING_ITEMS = 2000
 
 _Item = spb.SubscriptionItem | grpc.aio.AioRpcError
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
-_C = TypeVar("_C", bound="_Call[Any, Any]")
 
 
-def _error(code: grpc.StatusCode, details: str, status_details: bytes = b"") -> grpc.aio.AioRpcError:
-    trailers = grpc.aio.Metadata()
-    if status_details:
-        trailers.add(STATUS_DETAILS_KEY, status_details)
-    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, details, None)
-
-
-_CODES = {code.value[0]: code for code in grpc.StatusCode}
-# How a shared call that the session ended or cut off fails its plays (the gateway's own closing
-# is CANCELLED too, but then nothing is resent: see ``_Pool.closing``). A replica killed mid-stream
-# can surface as INTERNAL (the stream reset under it), seen in the double-kill fault test.
-_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL})
-_RESEND_PAUSE_S = 0.05
-
-
-class _Call(ABC, Generic[_Req, _Resp]):
-    """One shared bidirectional call: requests queued by many callers, answers read by one task.
-
-    The call outlives the caller that happens to open it, so it gets a request id of its own (the
-    session's line for the call is then not taken for one of that caller's). Once the call ends,
-    for whatever reason, it is ``broken`` and :meth:`_fail` hands the ending status to everyone
-    still waiting on it; the pool opens a new call for the next caller.
-    """
-
-    kind = ""  # "room" or "play": log lines and the call's request-scope field
-
-    def __init__(self, method: Callable[[AsyncIterator[_Req]], Any], index: int) -> None:
-        self.index = index
-        self.requests: asyncio.Queue[_Req] = asyncio.Queue()
-        self.broken = False
-        with request_scope(None, shared_stream=f"{self.kind}-{index}"):
-            self.call = method(self._requests())
-            self.reader = asyncio.create_task(self._read())
-
-    async def _requests(self) -> AsyncIterator[_Req]:
-        while True:
-            yield await self.requests.get()
-
-    async def _read(self) -> None:
-        error: grpc.aio.AioRpcError
-        try:
-            async for message in self.call:
-                self._on_message(message)
-            error = _error(grpc.StatusCode.UNAVAILABLE, f"the session ended the shared {self.kind} stream")
-        except grpc.aio.AioRpcError as exc:
-            error = exc
-        except asyncio.CancelledError:
-            error = _error(grpc.StatusCode.CANCELLED, "the gateway is closing")
-            raise
-        finally:
-            self.broken = True
-            self._fail(error)
-
-    @abstractmethod
-    def _on_message(self, message: _Resp) -> None:
-        """Hand one message of the call to whoever waits for it."""
-
-    @abstractmethod
-    def _fail(self, error: grpc.aio.AioRpcError) -> None:
-        """The call has ended with ``error``: fail everyone still waiting on it."""
-
-    def cancel(self) -> None:
-        self.call.cancel()
-        self.reader.cancel()
-
-
-class _Pool(Generic[_C]):
-    """``streams`` shared calls opened by ``open_call(index)``, chosen by room, reopened after a break.
-
-    By room, so that a room's traffic keeps to one call (and, with several session replicas behind
-    round robin, to one replica).
-    """
-
-    def __init__(self, open_call: Callable[[int], _C], streams: int) -> None:
-        if streams < 1:
-            raise ValueError("a relay needs at least one stream")
-        self._open_call = open_call
-        self.calls: list[_C | None] = [None] * streams
-        self._ids = itertools.count(1)
-        self.closing = False
-
-    def _call_for(self, room_id: str) -> _C:
-        index = zlib.crc32(room_id.encode()) % len(self.calls)
-        call = self.calls[index]
-        if call is None or call.broken:
-            call = self.calls[index] = self._open_call(index)
-        return call
-
-    async def close(self) -> None:
-        self.closing = True
-        calls = [call for call in self.calls if call is not None]
-        for call in calls:
-            call.cancel()
-        await asyncio.gather(*(call.reader for call in calls), return_exceptions=True)
-        self.calls = [None] * len(self.calls)
-
-
-class _SharedCall(_Call[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
+class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
     """One SubscribeMany call and the subscriptions it carries."""
 
     kind = "room"
@@ -174,7 +76,7 @@ class _SharedCall(_Call[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
                 continue  # closed meanwhile
             if queue.qsize() >= MAX_PENDING_ITEMS:
                 self.close(item.id)
-                queue.put_nowait(_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
+                queue.put_nowait(rpc_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
                 continue
             queue.put_nowait(item)
 
@@ -202,7 +104,7 @@ class _SharedCall(_Call[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
             self.requests.put_nowait(spb.SubscribeManyRequest(close=sub_id))
 
 
-class SessionRelay(_Pool[_SharedCall]):
+class SessionRelay(CallPool[_SharedCall]):
     """``streams`` shared SubscribeMany calls to the session, opened on first use and after a break."""
 
     def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
@@ -227,46 +129,21 @@ class SessionRelay(_Pool[_SharedCall]):
                 call.subscriptions.pop(sub_id, None)
                 if end.code == grpc.StatusCode.OK.value[0]:
                     return
-                raise _error(_CODES.get(end.code, grpc.StatusCode.UNKNOWN), end.message, end.status_details)
+                raise failure_error(end)
         finally:
             call.close(sub_id)
 
 
-class _PlayCall(_Call[spb.PlayManyRequest, spb.PlayManyResponse]):
+class _PlayCall(AnsweredCall[spb.PlayManyRequest, spb.PlayManyResponse]):
     """One PlayMany call and the plays waiting for their answers on it."""
 
     kind = "play"
 
     def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
-        self.pending: dict[int, asyncio.Future[spb.PlayManyResponse]] = {}
         super().__init__(stub.PlayMany, index)
 
-    def _on_message(self, answer: spb.PlayManyResponse) -> None:
-        future = self.pending.pop(answer.call_id, None)
-        if future is not None and not future.done():  # None: that play timed out meanwhile
-            future.set_result(answer)
 
-    def _fail(self, error: grpc.aio.AioRpcError) -> None:
-        if self.pending:
-            log.info(
-                "shared play stream ended", stream=self.index, plays=len(self.pending), code=error.code().name
-            )
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(error)
-        self.pending.clear()
-
-    def send(self, call_id: int, request: spb.PlayRequest, lang: str) -> asyncio.Future[spb.PlayManyResponse]:
-        future: asyncio.Future[spb.PlayManyResponse] = asyncio.get_running_loop().create_future()
-        self.pending[call_id] = future
-        message = spb.PlayManyRequest(
-            call_id=call_id, play=request, request_id=request_id(), accept_language=lang
-        )
-        self.requests.put_nowait(message)
-        return future
-
-
-class PlayRelay(_Pool[_PlayCall]):
+class PlayRelay(AnsweringPool[spb.PlayManyRequest, spb.PlayManyResponse]):
     """``streams`` shared PlayMany calls to the session, opened on first use and after a break.
 
     ``retries`` counts the plays sent again because the call carrying them broke.
@@ -275,8 +152,7 @@ class PlayRelay(_Pool[_PlayCall]):
     def __init__(
         self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2, retries: Counter | None = None
     ) -> None:
-        super().__init__(lambda index: _PlayCall(stub, index), streams)
-        self.retries = retries
+        super().__init__(lambda index: _PlayCall(stub, index), streams, retries)
 
     async def play(
         self, request: spb.PlayRequest, lang: str, timeout: float | None = None
@@ -285,46 +161,12 @@ class PlayRelay(_Pool[_PlayCall]):
 
         The current request id (:func:`~ninetynine.common.context.request_id`) goes with the play.
         """
-        room_id = request.token.partition(".")[0]
-        try:
-            async with asyncio.timeout(timeout):
-                for attempt in range(1, RETRY_MAX_ATTEMPTS + 1):
-                    try:
-                        answer = await self._send(room_id, request, lang)
-                        break
-                    except grpc.aio.AioRpcError as broken:  # the call broke: the session gave no answer
-                        if self.closing or broken.code() not in _RETRY_CODES or attempt == RETRY_MAX_ATTEMPTS:
-                            raise
-                        log.info(
-                            "play retried on a new shared stream",
-                            room_id=room_id[:16],
-                            client_seq=request.client_seq,
-                            code=broken.code().name,
-                            attempt=attempt + 1,
-                        )
-                        if self.retries is not None:
-                            self.retries.inc()
-                        # A replica that just died may still look connected for a moment: the next
-                        # call could land on it again, so give the channel time to notice.
-                        await asyncio.sleep(_RESEND_PAUSE_S * attempt)
-        except TimeoutError:
-            raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+        rid = request_id()
+
+        def message(call_id: int) -> spb.PlayManyRequest:
+            return spb.PlayManyRequest(call_id=call_id, play=request, request_id=rid, accept_language=lang)
+
+        answer = await self.ask(request.token.partition(".")[0], message, timeout)
         if answer.WhichOneof("result") == "played":
             return answer.played
-        failure = answer.failure
-        raise _error(
-            _CODES.get(failure.code, grpc.StatusCode.UNKNOWN), failure.message, failure.status_details
-        )
-
-    async def _send(self, room_id: str, request: spb.PlayRequest, lang: str) -> spb.PlayManyResponse:
-        """The session's answer to one sending of the play; the call's error if the call breaks first.
-
-        A call that broke is marked ``broken``, so a second sending opens a new one.
-        """
-        call = self._call_for(room_id)
-        call_id = next(self._ids)
-        future = call.send(call_id, request, lang)
-        try:
-            return await future
-        finally:
-            call.pending.pop(call_id, None)
+        raise failure_error(answer.failure)

@@ -25,6 +25,7 @@ SERVICES = ("common", "engine", "session", "gateway")
 # Callables whose argument at this position is the reason of the refusal they build or send.
 REASON_ARGUMENT = {
     "session_error": 0,
+    "_stream_error": 0,
     "send_error": 0,
     "error_message": 0,
     "service_text": 0,

@@ -88,7 +88,7 @@ async def test_no_player_notices_two_replicas_killed_in_turn(
                 assert not player.errors, f"{player.player_id} was sent errors: {player.errors}"
                 await assert_player_saw_the_game(stub, replay, player)
         assert not lobby_errors, f"the lobby client was sent errors: {lobby_errors}"
-        retried = gateway.log_path.read_text().count("play retried on a new shared stream")
+        retried = gateway.log_path.read_text().count("request resent on a new shared stream")
         wait = max(p.longest_wait_s for p in everyone)
         print(
             f"first replica back {back:.1f} s after its kill, games over {ended:.1f} s; {retried} plays "

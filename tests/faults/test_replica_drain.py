@@ -95,7 +95,7 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
             for player in players:
                 assert not player.errors, f"{player.player_id} was sent errors: {player.errors}"
                 await assert_player_saw_the_game(stub, replay, player)
-        retried = gateway.log_path.read_text().count("play retried on a new shared stream")
+        retried = gateway.log_path.read_text().count("request resent on a new shared stream")
         print(f"replica gone {took:.2f} s after SIGTERM; {acked_after} plays acked since; {retried} retried")
     finally:
         for task in playing:

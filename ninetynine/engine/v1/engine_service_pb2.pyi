@@ -373,3 +373,121 @@ class TimeoutResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TimeoutResponse: _TypeAlias = TimeoutResponse  # noqa: Y015
+
+@_typing.final
+class ApplyManyRequest(_message.Message):
+    """One call of an ApplyMany stream: what Apply or Timeout takes, plus what its metadata would carry."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    APPLY_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ACCEPT_LANGUAGE_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.int
+    """Chosen by the caller, unique among the stream's unanswered calls; not 0. The answer carries it."""
+    request_id: _builtins.str
+    """Correlates the call's log line with the caller's (x-request-id rules)."""
+    accept_language: _builtins.str
+    """The language of a refusal's message, as an accept-language value ("ko", "en"); empty: the
+    stream's own accept-language header.
+    """
+    @_builtins.property
+    def apply(self) -> Global___ApplyRequest: ...
+    @_builtins.property
+    def timeout(self) -> Global___TimeoutRequest: ...
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.int = ...,
+        apply: Global___ApplyRequest | None = ...,
+        timeout: Global___TimeoutRequest | None = ...,
+        request_id: _builtins.str = ...,
+        accept_language: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["apply", b"apply", "call", b"call", "timeout", b"timeout"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_language", b"accept_language", "apply", b"apply", "call", b"call", "call_id", b"call_id", "request_id", b"request_id", "timeout", b"timeout"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_call: _TypeAlias = _typing.Literal["apply", "timeout"]  # noqa: Y015
+    _WhichOneofArgType_call: _TypeAlias = _typing.Literal["call", b"call"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_call) -> _WhichOneofReturnType_call | None: ...
+
+Global___ApplyManyRequest: _TypeAlias = ApplyManyRequest  # noqa: Y015
+
+@_typing.final
+class ApplyManyResponse(_message.Message):
+    """The answer to one call of an ApplyMany stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    APPLIED_FIELD_NUMBER: _builtins.int
+    TIMED_OUT_FIELD_NUMBER: _builtins.int
+    FAILURE_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.int
+    """The call_id of the request this answers."""
+    @_builtins.property
+    def applied(self) -> Global___ApplyResponse:
+        """What Apply would have returned."""
+
+    @_builtins.property
+    def timed_out(self) -> Global___TimeoutResponse:
+        """What Timeout would have returned."""
+
+    @_builtins.property
+    def failure(self) -> Global___CallFailure:
+        """The status the unary call would have failed with. A request without a call_id
+        (INVALID_CALL_ID) or without a call (MISSING_CALL) is refused here too.
+        """
+
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.int = ...,
+        applied: Global___ApplyResponse | None = ...,
+        timed_out: Global___TimeoutResponse | None = ...,
+        failure: Global___CallFailure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["applied", b"applied", "failure", b"failure", "result", b"result", "timed_out", b"timed_out"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied", b"applied", "call_id", b"call_id", "failure", b"failure", "result", b"result", "timed_out", b"timed_out"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["applied", "timed_out", "failure"]  # noqa: Y015
+    _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
+
+Global___ApplyManyResponse: _TypeAlias = ApplyManyResponse  # noqa: Y015
+
+@_typing.final
+class CallFailure(_message.Message):
+    """How a call failed: the status its unary call would have ended with."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    STATUS_DETAILS_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """A google.rpc.Code value; never 0 (OK)."""
+    message: _builtins.str
+    """The status message, in the call's language."""
+    status_details: _builtins.bytes
+    """A serialized google.rpc.Status with one google.rpc.ErrorInfo, as the grpc-status-details-bin
+    trailer of the unary call would carry it; empty for INTERNAL.
+    """
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        status_details: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "status_details", b"status_details"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallFailure: _TypeAlias = CallFailure  # noqa: Y015

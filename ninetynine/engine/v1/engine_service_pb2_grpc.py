@@ -69,6 +69,11 @@ class EngineServiceStub:
                 request_serializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.SerializeToString,
                 response_deserializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.FromString,
                 _registered_method=True)
+        self.ApplyMany = channel.stream_stream(
+                '/ninetynine.engine.v1.EngineService/ApplyMany',
+                request_serializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyRequest.SerializeToString,
+                response_deserializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServiceServicer:
@@ -118,6 +123,18 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApplyMany(self, request_iterator, context):
+        """Apply and Timeout for a caller that makes many moves (the session): the calls travel on one
+        stream, each answered as soon as it is done and tagged with its call_id. An answer is what
+        the unary call would have returned or the status it would have failed with; the stream
+        itself goes on. A message on an open stream costs both ends about half the CPU of a unary
+        call (bench grpc_wake). The engine is stateless: a call resent on a new stream after a
+        broken one is always safe.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +162,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.ListRules,
                     request_deserializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.FromString,
                     response_serializer=ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.SerializeToString,
+            ),
+            'ApplyMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.ApplyMany,
+                    request_deserializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyRequest.FromString,
+                    response_serializer=ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -291,6 +313,33 @@ class EngineService:
             '/ninetynine.engine.v1.EngineService/ListRules',
             ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesRequest.SerializeToString,
             ninetynine_dot_engine_dot_v1_dot_rules__pb2.ListRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyMany(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/ninetynine.engine.v1.EngineService/ApplyMany',
+            ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyRequest.SerializeToString,
+            ninetynine_dot_engine_dot_v1_dot_engine__service__pb2.ApplyManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

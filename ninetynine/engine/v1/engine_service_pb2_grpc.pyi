@@ -53,6 +53,14 @@ class EngineServiceStub:
     """Play the automatic move of spec §8.5 for the current player."""
     ListRules: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ListRulesRequest, _rules_pb2.ListRulesResponse]
     """Every preset SetupRequest.rules takes, with its whole rule set."""
+    ApplyMany: _grpc.StreamStreamMultiCallable[_engine_service_pb2.ApplyManyRequest, _engine_service_pb2.ApplyManyResponse]
+    """Apply and Timeout for a caller that makes many moves (the session): the calls travel on one
+    stream, each answered as soon as it is done and tagged with its call_id. An answer is what
+    the unary call would have returned or the status it would have failed with; the stream
+    itself goes on. A message on an open stream costs both ends about half the CPU of a unary
+    call (bench grpc_wake). The engine is stateless: a call resent on a new stream after a
+    broken one is always safe.
+    """
 
 @_typing.type_check_only
 class EngineServiceAsyncStub(EngineServiceStub):
@@ -78,6 +86,14 @@ class EngineServiceAsyncStub(EngineServiceStub):
     """Play the automatic move of spec §8.5 for the current player."""
     ListRules: _aio.UnaryUnaryMultiCallable[_rules_pb2.ListRulesRequest, _rules_pb2.ListRulesResponse]  # type: ignore[assignment]
     """Every preset SetupRequest.rules takes, with its whole rule set."""
+    ApplyMany: _aio.StreamStreamMultiCallable[_engine_service_pb2.ApplyManyRequest, _engine_service_pb2.ApplyManyResponse]  # type: ignore[assignment]
+    """Apply and Timeout for a caller that makes many moves (the session): the calls travel on one
+    stream, each answered as soon as it is done and tagged with its call_id. An answer is what
+    the unary call would have returned or the status it would have failed with; the stream
+    itself goes on. A message on an open stream costs both ends about half the CPU of a unary
+    call (bench grpc_wake). The engine is stateless: a call resent on a new stream after a
+    broken one is always safe.
+    """
 
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """The stateless ninety-nine rules engine. Every call carries the whole State and gets the
@@ -130,5 +146,19 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_rules_pb2.ListRulesResponse, _abc.Awaitable[_rules_pb2.ListRulesResponse]]:
         """Every preset SetupRequest.rules takes, with its whole rule set."""
+
+    @_abc_1.abstractmethod
+    def ApplyMany(
+        self,
+        request_iterator: _MaybeAsyncIterator[_engine_service_pb2.ApplyManyRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_service_pb2.ApplyManyResponse], _abc.AsyncIterator[_engine_service_pb2.ApplyManyResponse]]:
+        """Apply and Timeout for a caller that makes many moves (the session): the calls travel on one
+        stream, each answered as soon as it is done and tagged with its call_id. An answer is what
+        the unary call would have returned or the status it would have failed with; the stream
+        itself goes on. A message on an open stream costs both ends about half the CPU of a unary
+        call (bench grpc_wake). The engine is stateless: a call resent on a new stream after a
+        broken one is always safe.
+        """
 
 def add_EngineServiceServicer_to_server(servicer: EngineServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
