@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ninetynine.common.errors import Lang
@@ -151,12 +152,22 @@ def kind_named(name: str) -> GameKind:
     return found
 
 
+@cache
+def _listed() -> dict[str, GameKind]:
+    return {entry.name: kind for kind in GAMES.values() if kind.listing for entry in kind.listing()}
+
+
 def kind_listing(name: str) -> GameKind | None:
     """The game whose ListRules entries include ``name`` (None: none does, or the adding game's)."""
-    for kind in GAMES.values():
-        if kind.listing is not None and any(entry.name == name for entry in kind.listing()):
-            return kind
-    return None
+    return _listed().get(name)
+
+
+def kind_of_setup(game: str, rules_name: str) -> GameKind:
+    """The game a SetupRequest sets up: the one ``game`` names, else (``game`` empty) the one
+    whose ListRules entry ``rules`` names (``rules = "trick"``), else the adding game."""
+    if game:
+        return kind_named(game)
+    return kind_listing(rules_name) or GAMES[ADDING]
 
 
 def kind_of(msg: state_pb2.State) -> GameKind:

@@ -209,7 +209,7 @@ class EngineHandlers:
 
     def setup(self, request: pb.SetupRequest) -> pb.SetupResponse:
         try:
-            other = self._games.get(games.kind_named(request.game).name)
+            other = self._games.get(games.kind_of_setup(request.game, request.rules).name)
         except TrickError as err:
             self.metrics.refusals.labels(err.reason.value).inc()
             raise from_trick_error(err, ENGINE_DOMAIN) from None

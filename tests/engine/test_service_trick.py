@@ -376,6 +376,12 @@ def test_bad_actions_are_refused_with_one_error_info_and_nothing_changes(
     )
 
 
+def test_the_trick_entry_of_list_rules_sets_up_the_trick_game(stub: pb_grpc.EngineServiceStub) -> None:
+    """SetupRequest.rules takes every ListRules name: rules "trick" without a game is the trick game."""
+    by_rules = stub.Setup(pb.SetupRequest(player_ids=SEATS, seed=7, now_ms=1_000, rules="trick"), timeout=5)
+    assert by_rules.SerializeToString() == _setup(stub, seed=7).SerializeToString()
+
+
 def test_setup_refusals(stub: pb_grpc.EngineServiceStub) -> None:
     unknown = _refused(stub.Setup, pb.SetupRequest(player_ids=SEATS, game="bridge"))
     assert unknown.code() == C.INVALID_ARGUMENT
@@ -458,3 +464,21 @@ def test_the_revealed_seed_proves_the_deal(stub: pb_grpc.EngineServiceStub) -> N
     again, _ = trick_setup(SEATS, seed=seed, now_ms=1_000)
     dealt = {p: e["cards"] for _, p, e in _events(started.events) if e["type"] == "trickHandDealt"}
     assert {p: [card(c).to_dict() for c in again.hands[p]] for p in SEATS} == dealt
+
+
+def test_trick_moves_travel_on_an_apply_many_stream_too(stub: pb_grpc.EngineServiceStub) -> None:
+    """ApplyMany answers a trick Apply and Timeout with what the unary calls return."""
+    started = _setup(stub, seed=31)
+    s = _rules_state(started.state)
+    apply = pb.ApplyRequest(
+        state=started.state,
+        player_id="cho",
+        action=_action(TrickAction.bid(*s.hands["cho"][:3])),
+        now_ms=2_000,
+    )
+    timeout = pb.TimeoutRequest(state=started.state, now_ms=90_000)
+    calls = [pb.ApplyManyRequest(call_id=1, apply=apply), pb.ApplyManyRequest(call_id=2, timeout=timeout)]
+    answers = {a.call_id: a for a in stub.ApplyMany(iter(calls), timeout=10)}
+    assert answers[1].applied.SerializeToString() == stub.Apply(apply, timeout=5).SerializeToString()
+    assert answers[2].timed_out.SerializeToString() == stub.Timeout(timeout, timeout=5).SerializeToString()
+    assert [m.player_id for m in answers[2].timed_out.trick_moves] == list(SEATS)

@@ -91,7 +91,8 @@ class SetupRequest(_message.Message):
     game: _builtins.str
     """The game kind: "" or "adding" = the adding game (everything above), "trick" = the
     trick-taking "99" (exactly 3 player_ids; `trick_options`; `rules` empty or "trick";
-    `options` and `overrides` unset). Refused with UNKNOWN_GAME for any other name.
+    `options` and `overrides` unset). Refused with UNKNOWN_GAME for any other name. Empty with
+    `rules` = "trick" (the trick game's ListRules entry) also sets up the trick game.
     """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
