@@ -47,7 +47,7 @@ from ninetynine.common.wire import length_delimited, varint
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
-from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2
+from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2, trick_pb2
 
 Resp = TypeVar("Resp")
 Moved = TypeVar("Moved", pb.ApplyResponse, pb.TimeoutResponse)
@@ -151,9 +151,12 @@ class EngineClient:
         now_ms: int = 0,
         rules: str = "",
         overrides: Mapping[str, str] | None = None,
+        game: str = "",
+        trick_options: trick_pb2.TrickOptions | None = None,
     ) -> pb.SetupResponse:
         """A new game; ``seed=None`` lets the engine draw one. ``rules`` names a preset (see
-        :meth:`list_rules`; empty: the mode of ``options``), ``overrides`` a house-rules sheet."""
+        :meth:`list_rules`; empty: the mode of ``options``), ``overrides`` a house-rules sheet;
+        ``game`` the game kind (empty: the adding game; ``"trick"`` with its ``trick_options``)."""
         request = pb.SetupRequest(
             player_ids=list(player_ids),
             options=options,
@@ -161,6 +164,8 @@ class EngineClient:
             now_ms=now_ms,
             rules=rules,
             overrides=dict(overrides or {}),
+            game=game,
+            trick_options=trick_options,
         )
         if seed is not None:
             request.seed = seed

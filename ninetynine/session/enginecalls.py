@@ -73,36 +73,30 @@ class EngineCalls:
     async def setup_trick(self, doc: doc_pb.RoomDocument, now: int) -> engine_pb.SetupResponse:
         """A new trick match for the room's three seats (a fresh seed)."""
         seats = doc.seats
-        request = engine_pb.SetupRequest(
-            game="trick",
-            player_ids=[s.player_id for s in seats],
-            trick_options=doc.trick_options,
+        setup = self.client.setup(
+            [s.player_id for s in seats],
             seed=secrets.randbits(64),
             display_names={s.player_id: s.name for s in seats},
             now_ms=now,
+            game="trick",
+            trick_options=doc.trick_options,
         )
-        return await self._call("Setup", self._setup(request))
+        return await self._call("Setup", setup)
 
     async def check_trick(
         self, options: trick_pb2.TrickOptions, rules: str, overrides: Mapping[str, str]
     ) -> None:
         """Refuse, with the engine's own reason, what a trick match's Setup would refuse (a trial
         Setup of three players, as :meth:`check_rules` does for the adding game)."""
-        request = engine_pb.SetupRequest(
-            game="trick",
-            player_ids=["check-1", "check-2", "check-3"],
-            trick_options=options,
+        setup = self.client.setup(
+            ["check-1", "check-2", "check-3"],
             seed=0,
             rules=rules,
             overrides=overrides,
+            game="trick",
+            trick_options=options,
         )
-        await self._call("Setup", self._setup(request))
-
-    async def _setup(self, request: engine_pb.SetupRequest) -> engine_pb.SetupResponse:
-        # EngineClient.setup takes the adding game's arguments only: the request goes as it is.
-        client = self.client
-        response: engine_pb.SetupResponse = await client._call(client._stub.Setup, request)
-        return response
+        await self._call("Setup", setup)
 
     async def apply(
         self,

@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 
 from ninetynine.common.codec import Codec
 from ninetynine.common.errors import Lang
+from ninetynine.engine import trick_wire
 from ninetynine.engine.convert import (
     action_to_proto,
     options_from_proto,
@@ -48,7 +49,7 @@ from ninetynine.engine.trick.bot import bot_action as trick_bot_action
 from ninetynine.engine.trick_wire import action_into as trick_action_into
 from ninetynine.engine.v1 import engine_service_pb2 as engine_pb
 from ninetynine.engine.v1 import game_pb2, state_pb2, trick_pb2, view_pb2
-from ninetynine.session import rulebook, trickwire
+from ninetynine.session import rulebook
 from ninetynine.session.bots import bot_action
 from ninetynine.session.enginecalls import EngineCalls
 from ninetynine.session.errors import session_error
@@ -314,7 +315,7 @@ _TRICK_CODEC = Codec()
 
 @lru_cache(maxsize=256)
 def _trick_options(wire: bytes) -> TrickOptions:
-    return trickwire.options_from_proto(trick_pb2.TrickOptions.FromString(wire))
+    return trick_wire.options_from_proto(trick_pb2.TrickOptions.FromString(wire))
 
 
 class Trick(Game):
@@ -349,7 +350,7 @@ class Trick(Game):
         return _trick_options(doc.trick_options.SerializeToString())
 
     def decode(self, doc: doc_pb.RoomDocument) -> TrickState:
-        return trickwire.state_from_proto(doc.state.trick)
+        return trick_wire.state_from_proto(doc.state.trick, validate=False)
 
     def state_seq(self, doc: doc_pb.RoomDocument) -> int:
         return doc.state.trick.seq

@@ -13,12 +13,12 @@ from typing import Any
 import grpc.aio
 import pytest
 
+from ninetynine.engine import trick_wire
 from ninetynine.engine.trick import TrickAction, TrickState, apply, setup
 from ninetynine.engine.trick.state import ActionKind
 from ninetynine.engine.v1 import game_pb2, trick_pb2
 from ninetynine.gateway.server import RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
-from ninetynine.session import trickwire
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 from tests.gateway.conftest import Backend, WsClient, WsFactory
@@ -78,7 +78,7 @@ async def _states(backend: Backend, room_id: str) -> dict[int, TrickState]:
     """The match's state after every move, re-run by the rules from the replay (seed and moves)."""
     async with grpc.aio.insecure_channel(backend.session_target) as channel:
         replay = await spb_grpc.SessionServiceStub(channel).GetReplay(spb.GetReplayRequest(room_id=room_id))
-    options = trickwire.options_from_proto(replay.trick_options)
+    options = trick_wire.options_from_proto(replay.trick_options)
     state, _ = setup(list(replay.player_ids), options, seed=replay.seed, names=dict(replay.display_names))
     states = {0: state}
     for move in replay.moves:
