@@ -61,6 +61,25 @@ class Report:
     def note(self, text: str) -> None:
         self.out.write(f"   {text}\n")
 
+    def add_figure(
+        self, name: str, us: float, samples: int, base: CaseResult | None, suite: str | None = None
+    ) -> CaseResult:
+        """Record a figure measured otherwise than by :meth:`time_calls` (CPU time per call, say):
+        ``us`` is its median, p99 and mean alike; ``base`` the case it is a multiple of; ``suite``
+        the current one unless given."""
+        result = CaseResult(
+            suite=self._suite if suite is None else suite,
+            name=name,
+            samples=samples,
+            median_us=us,
+            p99_us=us,
+            mean_us=us,
+            baseline=None if base is None else base.name,
+            ratio=None if base is None else us / base.median_us,
+        )
+        self.results.append(result)
+        return result
+
     def samples(self, wanted: int) -> int:
         return max(20, int(wanted * self.scale))
 

@@ -89,17 +89,7 @@ async def _measure(port: int, pid: int, calls: int, pace_s: float) -> dict[str, 
 
 
 def _record(report: Report, name: str, us: float, samples: int, base: CaseResult | None) -> CaseResult:
-    result = CaseResult(
-        suite="grpc_wake",
-        name=name,
-        samples=samples,
-        median_us=us,
-        p99_us=us,
-        mean_us=us,
-        baseline=None if base is None else base.name,
-        ratio=None if base is None else us / base.median_us,
-    )
-    report.results.append(result)
+    result = report.add_figure(name, us, samples, base)
     ratio = "base" if base is None else f"{us / base.median_us:.2f}×"
     report.note(f"{name:<52} {us:>9.0f}  {ratio}")
     return result

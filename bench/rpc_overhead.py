@@ -78,17 +78,7 @@ def _rpc_histogram(registry: CollectorRegistry) -> Histogram:
 def _record(
     report: Report, suite: str, name: str, us: float, base: CaseResult | None, samples: int
 ) -> CaseResult:
-    result = CaseResult(
-        suite=suite,
-        name=name,
-        samples=samples,
-        median_us=us,
-        p99_us=us,
-        mean_us=us,
-        baseline=None if base is None else base.name,
-        ratio=None if base is None else us / base.median_us,
-    )
-    report.results.append(result)
+    result = report.add_figure(name, us, samples, base, suite)
     extra = "" if base is None else f"  (+{us - base.median_us:.1f})"
     report.note(f"{name:<58} {us:>9.2f}{extra}")
     return result

@@ -149,6 +149,48 @@ def _type_key(field: FieldDescriptor) -> str:
     return oneof.GetOptions().Extensions[jo.json_oneof].type_key if oneof is not None else ""
 
 
+def _layout(descriptor: Descriptor, without: frozenset[str]) -> list[Any]:
+    """The parts of a message's JSON object in key order, as the encoder writes them and the reader
+    reads them: ``("lifted", parent, sub-field)``, ``("group", name)``, ``("oneof", name, type
+    key)`` and ``("field", field, sub-fields lifted out of it, the sibling written into it, whether
+    it is a oneof member)``."""
+    fields = descriptor.fields_by_name
+    order = list(_message_json(descriptor).order) or [f.name for f in descriptor.fields]
+    lifted: dict[str, set[str]] = {}
+    for path in order:
+        if "." in path:
+            parent, sub = path.split(".", 1)
+            lifted.setdefault(parent, set()).add(sub)
+    intos = {field_json(f).into: f for f in descriptor.fields if field_json(f).into}
+    groups_done: set[str] = set()
+    oneofs_done: set[str] = set()
+    parts: list[Any] = []
+    for path in order:
+        if "." in path:
+            parent, sub = path.split(".", 1)
+            parts.append(("lifted", parent, _sub(fields[parent]).fields_by_name[sub]))
+            continue
+        field = fields[path]
+        options = field_json(field)
+        if field.name in without or options.omit or options.into:
+            continue
+        if options.group:
+            if options.group not in groups_done:
+                groups_done.add(options.group)
+                parts.append(("group", options.group))
+            continue
+        oneof = _real_oneof(field)
+        if oneof is not None and _type_key(field):
+            if oneof.name not in oneofs_done:
+                oneofs_done.add(oneof.name)
+                parts.append(("oneof", oneof.name, _type_key(field)))
+            continue
+        parts.append(
+            ("field", field, frozenset(lifted.get(field.name, ())), intos.get(field.name), oneof is not None)
+        )
+    return parts
+
+
 class Codec:
     """Encoders and decoders for every message type, compiled on first use and kept."""
 
@@ -435,40 +477,20 @@ class _ReaderSource:
         parser = self.codec._parsers.get(self.descriptor.full_name)
         if parser is not None:
             return [f"m.CopyFrom({self.codec._name('parse_', parser)}(r))"]
-        order = list(_message_json(self.descriptor).order) or [f.name for f in self.descriptor.fields]
-        lifted: dict[str, set[str]] = {}
-        for path in order:
-            if "." in path:
-                parent, sub = path.split(".", 1)
-                lifted.setdefault(parent, set()).add(sub)
-        intos = {field_json(f).into: f for f in self.descriptor.fields if field_json(f).into}
-        groups_done: set[str] = set()
-        oneofs_done: set[str] = set()
-        for path in order:
-            if "." in path:
-                parent, sub = path.split(".", 1)
+        for part in _layout(self.descriptor, self.without):
+            if part[0] == "lifted":
+                _, parent, sub = part
                 if parent not in self.without:
-                    self._field(_sub(self.fields[parent]).fields_by_name[sub], "r", f"m.{parent}")
-                continue
-            field = self.fields[path]
-            options = field_json(field)
-            if field.name in self.without or options.omit or options.into:
-                continue
-            if options.group:
-                if options.group not in groups_done:
-                    groups_done.add(options.group)
-                    self._group(options.group)
-                continue
-            oneof = _real_oneof(field)
-            if oneof is not None and _type_key(field):
-                if oneof.name not in oneofs_done:
-                    oneofs_done.add(oneof.name)
-                    self._oneof(oneof.name, _type_key(field))
-                continue
-            self._field(field, "r", "m", frozenset(lifted.get(field.name, ())))
-            into = intos.get(field.name)
-            if into is not None:  # the sibling's key sits in this field's object
-                self._field(into, f"r.get({json_key(field)!r}) or {{}}", "m")
+                    self._field(sub, "r", f"m.{parent}")
+            elif part[0] == "group":
+                self._group(part[1])
+            elif part[0] == "oneof":
+                self._oneof(part[1], part[2])
+            else:
+                _, field, lifted, into, _in_oneof = part
+                self._field(field, "r", "m", lifted)
+                if into is not None:  # the sibling's key sits in this field's object
+                    self._field(into, f"r.get({json_key(field)!r}) or {{}}", "m")
         return self.out or ["pass"]
 
     def _var(self) -> str:
@@ -648,44 +670,17 @@ class _MessageSource:
         # Each item: (key, expression) for an unconditional key, or statements writing into `o`.
         self.items: list[tuple[str, str] | list[str]] = []
         self.head: list[str] = []
-        order = list(_message_json(self.descriptor).order) or [f.name for f in self.descriptor.fields]
-        lifted: dict[str, set[str]] = {}
-        for path in order:
-            if "." in path:
-                parent, sub = path.split(".", 1)
-                lifted.setdefault(parent, set()).add(sub)
-        intos = {field_json(f).into: f for f in self.descriptor.fields if field_json(f).into}
-        groups_done: set[str] = set()
-        oneofs_done: set[str] = set()
-        for path in order:
-            if "." in path:
-                parent, sub = path.split(".", 1)
-                holder = self.fields[parent]
-                field = _sub(holder).fields_by_name[sub]
-                self._field(field, f"m.{parent}", into=None)
-                continue
-            field = self.fields[path]
-            options = field_json(field)
-            if field.name in self.without or options.omit or options.into:
-                continue
-            if options.group:
-                if options.group not in groups_done:
-                    groups_done.add(options.group)
-                    self._group(options.group)
-                continue
-            oneof = _real_oneof(field)
-            if oneof is not None and _type_key(field):
-                if oneof.name not in oneofs_done:
-                    oneofs_done.add(oneof.name)
-                    self._oneof(oneof.name, _type_key(field))
-                continue
-            self._field(
-                field,
-                "m",
-                into=intos.get(field.name),
-                without=frozenset(lifted.get(field.name, ())),
-                when_set=oneof is not None,
-            )
+        for part in _layout(self.descriptor, self.without):
+            if part[0] == "lifted":
+                _, parent, sub = part
+                self._field(sub, f"m.{parent}", into=None)
+            elif part[0] == "group":
+                self._group(part[1])
+            elif part[0] == "oneof":
+                self._oneof(part[1], part[2])
+            else:
+                _, field, lifted, into, in_oneof = part
+                self._field(field, "m", into=into, without=lifted, when_set=in_oneof)
         return self._assemble()
 
     def _assemble(self) -> list[str]:
