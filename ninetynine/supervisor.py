@@ -27,7 +27,10 @@ configured (``--service-token-file`` / ``NINETYNINE_SERVICE_TOKEN``) or a random
 handed to them in their environment (never on a command line, which ``ps`` shows to everyone).
 
 Children's log lines (JSON with ``service``) are copied to stdout; on a terminal they are shown as
-short readable lines instead.
+short readable lines instead. Their pipes are read every :data:`_POLL_S` seconds rather than on
+every write: each service writes its log lines once per loop turn, several times per move, and
+waking the supervisor for each write cost about 5 % of the stack's CPU under load
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import functools
 import ipaddress
 import json
@@ -46,7 +50,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 from urllib.parse import urlsplit
 
 from ninetynine.common.config import add_env_argument
@@ -74,6 +78,9 @@ GATEWAY_SERVICE = gateway_service_pb2.DESCRIPTOR.services_by_name["GatewayServic
 # Child log lines can carry a traceback; one line may be long but must not be unbounded.
 _LINE_LIMIT = 1024 * 1024
 _READ_CHUNK = 256 * 1024
+# How often a child's pipe is read, and how much it holds meanwhile (a child that fills it waits).
+_POLL_S = 0.1
+_PIPE_BYTES = 1024 * 1024
 
 
 class PlanError(ValueError):
@@ -422,7 +429,51 @@ def _pretty(name: str, record: dict[str, Any]) -> str:
     return f"{stamp} {name:<9} {level:<7} {event} {rest}".rstrip()
 
 
-async def _pump(name: str, stream: asyncio.StreamReader, writer: _LogWriter) -> None:
+class _Readable(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class _PolledPipe:
+    """A child's stdout pipe, read by polling instead of through the event loop's selector.
+
+    A selector-registered pipe wakes the supervisor for every write a child makes; polling every
+    :data:`_POLL_S` seconds wakes it at most that often, whatever the children log. The pipe is
+    enlarged (:data:`_PIPE_BYTES`, Linux) so a child logging in bursts does not wait meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        with contextlib.suppress(AttributeError, OSError):  # not Linux, or over pipe-max-size
+            fcntl.fcntl(self.write_fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+
+    def started(self) -> None:
+        """The child holds the write end now: only its exit may end the stream."""
+        os.close(self.write_fd)
+        self.write_fd = -1
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes, waiting for some; ``b""`` once the child's end is closed."""
+        while True:
+            try:
+                data = os.read(self.read_fd, n)
+            except BlockingIOError:
+                # Every child's pipe on the same ticks: one wake-up serves them all.
+                await asyncio.sleep(_POLL_S - asyncio.get_running_loop().time() % _POLL_S)
+                continue
+            if not data:
+                self.close()
+            return data
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.read_fd = self.write_fd = -1
+
+
+async def _pump(name: str, stream: _Readable, writer: _LogWriter) -> None:
     """Copy a child's output, one write per chunk read rather than one per line."""
     partial = b""
     dropping = False  # inside a line over the limit: skip to its end
@@ -512,24 +563,28 @@ class Supervisor:
     async def _spawn(self, child: Child) -> _Running:
         # The credential goes in the environment (readable by this user only), not on the command line.
         token = self.service_token if child.credential else None
-        proc = await asyncio.create_subprocess_exec(
-            *service_command([child.subcommand, *child.args], parent=os.getpid()),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=service_env(token, own_credential=True),
-            limit=_LINE_LIMIT,
-            # Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the
-            # children in order instead of all at once.
-            process_group=0,
-        )
-        assert proc.stdout is not None
+        output = _PolledPipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *service_command([child.subcommand, *child.args], parent=os.getpid()),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output.write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                env=service_env(token, own_credential=True),
+                # Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the
+                # children in order instead of all at once.
+                process_group=0,
+            )
+        except BaseException:
+            output.close()
+            raise
+        output.started()
         log.info("started", process=child.name, pid=proc.pid)
         running = _Running(
             child,
             proc,
             asyncio.create_task(proc.wait()),
-            asyncio.create_task(_pump(child.name, proc.stdout, self.writer)),
+            asyncio.create_task(_pump(child.name, output, self.writer)),
         )
         self.running.append(running)
         return running

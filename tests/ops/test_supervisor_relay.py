@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 
 from ninetynine import supervisor
 
@@ -53,3 +54,25 @@ async def test_a_line_over_the_limit_is_dropped_and_the_next_one_kept() -> None:
     huge = b"x" * (supervisor._LINE_LIMIT + 10)
     lines, _ = await _relay("engine", huge[:700_000], huge[700_000:], b"\nnext\n")
     assert lines == ["[engine] (a log line longer than 1 MiB was dropped)", "[engine] next"]
+
+
+async def test_a_childs_pipe_is_read_in_batches_not_on_every_write() -> None:
+    # The child writes 300 lines one write at a time, 1 ms apart; the supervisor, polling its pipe
+    # instead of waking for each write, copies them in a few batches (a wake per write: ~300).
+    pipe = supervisor._PolledPipe()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import os, time\n"
+        "for i in range(300):\n"
+        '    os.write(1, b\'{"event":"message","n":%d,"service":"gateway"}\\n\' % i)\n'
+        "    time.sleep(0.001)\n",
+        stdout=pipe.write_fd,
+    )
+    pipe.started()
+    out = _CountingStream()
+    await supervisor._pump("gateway", pipe, supervisor._LogWriter(out, pretty=False))
+    assert await child.wait() == 0
+    assert [json.loads(line)["n"] for line in out.getvalue().splitlines()] == list(range(300))
+    assert out.writes < 100, out.writes
+    assert pipe.read_fd == -1  # closed at the end of the child's output
