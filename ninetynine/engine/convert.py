@@ -228,6 +228,8 @@ def action_from_proto(msg: game_pb2.Action) -> Action:
         ace_value=msg.ace_value if msg.HasField("ace_value") else None,
         joker_value=msg.joker_value if msg.HasField("joker_value") else None,
         dir=direction,
+        discard=tuple(msg.discard),
+        pair_card_id=msg.pair_card_id if msg.HasField("pair_card_id") else None,
     )
 
 
@@ -241,6 +243,10 @@ def action_into(action: Action, out: game_pb2.Action) -> None:
         out.joker_value = action.joker_value
     if action.dir is not None:
         out.dir = _DIR_CHOICE_OUT[action.dir]
+    if action.discard:
+        out.discard.extend(action.discard)
+    if action.pair_card_id is not None:
+        out.pair_card_id = action.pair_card_id
 
 
 def action_to_proto(action: Action) -> game_pb2.Action:
@@ -264,6 +270,9 @@ def _choice_into(card_id: str, choice: Mapping[str, object], out: game_pb2.Actio
     direction = choice.get("dir")
     if direction is not None:
         out.dir = _DIR_CHOICE_OUT[str(direction)]
+    pair = choice.get("pairCardId")
+    if pair is not None:
+        out.pair_card_id = str(pair)
 
 
 def _choice_of(msg: game_pb2.Action) -> dict[str, object]:
@@ -278,6 +287,8 @@ def _choice_of(msg: game_pb2.Action) -> dict[str, object]:
     direction = _DIR_CHOICE_IN.get(msg.dir)
     if direction is not None:
         choice["dir"] = direction
+    if msg.HasField("pair_card_id"):
+        choice["pairCardId"] = msg.pair_card_id
     return choice
 
 
@@ -310,6 +321,7 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
     names: dict[str, str] = {}
     score: dict[str, int] = {}
     turns_taken: dict[str, int] = {}
+    passing: dict[str, str] = {}
     for p in msg.seats:  # one pass: each iteration of a repeated field builds new wrappers
         pid = p.id
         ids.append(pid)
@@ -326,10 +338,12 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
             score[pid] = p.score
         if p.HasField("turns_taken"):
             turns_taken[pid] = p.turns_taken
+        if p.HasField("passing"):
+            passing[pid] = p.passing
     history = [_record_from_bytes(r.SerializeToString()) for r in msg.history]
     preset = rules_from_wire(msg.rules.SerializeToString()) if msg.HasField("rules") else None
-    if preset is None and (msg.round_starter or msg.special_end):
-        raise _invalid_state("roundStarter or specialEnd without rules")
+    if preset is None and (msg.round_starter or msg.special_end or passing or msg.exchange_by):
+        raise _invalid_state("roundStarter, specialEnd or an exchange without rules")
     if preset is not None:
         fewest, most = preset.players
         if not fewest <= len(ids) <= most:
@@ -370,6 +384,11 @@ def state_from_proto(msg: state_pb2.State, *, validate: bool = True) -> GameStat
         score=score,
         turns_taken=turns_taken,
         special_end=msg.special_end,
+        obligation=msg.obligation,
+        # the exchange's order: seat order (the rules read it only through the seats)
+        passing=passing,
+        exchange_by=msg.exchange_by,
+        exchange_ends_round=msg.exchange_ends_round,
     )
     if validate:
         validate_state(state)
@@ -390,6 +409,7 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
     eliminated_round = s.eliminated_round
     score = s.score
     turns_taken = s.turns_taken
+    passing = s.passing
     add_seat = out.seats.add
     for pid in s.seats:
         seat = add_seat(
@@ -408,6 +428,8 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
             seat.score = score[pid]
         if pid in turns_taken:
             seat.turns_taken = turns_taken[pid]
+        if pid in passing:
+            seat.passing = passing[pid]
     out.draw_pile.extend(s.draw_pile)
     out.discard.extend(s.discard)
     out.total = s.total
@@ -429,6 +451,9 @@ def state_into(s: GameState, out: state_pb2.State) -> None:
         out.MergeFromString(_rules_entry(s.preset))
         out.round_starter = s.round_starter
         out.special_end = s.special_end
+        out.obligation = s.obligation
+        out.exchange_by = s.exchange_by
+        out.exchange_ends_round = s.exchange_ends_round
 
 
 # The same ten history records travel back and forth on every move: converting each one once

@@ -330,12 +330,22 @@ class EngineHandlers:
             action = rules.timeout_action(state)
             player = state.current
             new_state, events = rules.apply(state, player, action, now_ms=_now_ms(now_ms))
+            moves = [(player, action)]
+            # The exchange phase: everyone who still owes a pass shares the deadline.
+            while state.phase is rules.Phase.EXCHANGE and new_state.phase is rules.Phase.EXCHANGE:
+                more = rules.timeout_action(new_state)
+                moves.append((new_state.current, more))
+                new_state, later = rules.apply(new_state, new_state.current, more, now_ms=_now_ms(now_ms))
+                events += later
         except RuleError as err:
             raise self.refusal(err) from None
         self._played(state, new_state, "timeout")
         self._bind(player_id=player)
         response = pb.TimeoutResponse(player_id=player)
         convert.action_into(action, response.action)
+        if state.phase is rules.Phase.EXCHANGE:
+            for who, move in moves:
+                convert.action_into(move, response.exchange_moves.add(player_id=who).action)
         _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events)
         return response

@@ -35,7 +35,7 @@ from ninetynine.engine.rules import Reason, RuleError
 from ninetynine.engine.rules.cards import RANKS, cards_of
 from ninetynine.engine.rules.game import applies
 from ninetynine.engine.rules.options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
-from ninetynine.engine.rules.ruleset import DeckStyle, Op, Play, Refill, RuleSet, When, unsupported
+from ninetynine.engine.rules.ruleset import DeckStyle, EndKind, Op, Play, Refill, RuleSet, When, unsupported
 from ninetynine.engine.v1 import game_pb2, rules_pb2
 
 __all__ = ["check_rules", "rules_from_wire", "rules_into", "rules_to_proto"]
@@ -320,8 +320,12 @@ MAX_THRESHOLDS = 8
 MAX_TOKENS = 10
 MAX_TEXT = 200
 MAX_TARGET = 100  # a points target (the view's score bound allows the last round's points over it)
+MAX_ROUNDS = 10  # a game of rounds: at most a few dozen points a round, under the view's score bound
 MAX_SPECIAL_HANDS = 4
 MAX_LOCKED_TURNS = 20
+MAX_PAIRS = 8
+MAX_POINTS = 10  # game points one crossing or one card in hand scores (END_KIND_ROUNDS)
+MAX_HAND_POINTS = 50  # what one card left in a hand, or going out of a round, may score
 _NAME = re.compile(r"^[a-z0-9][a-zA-Z0-9+-]{0,63}$")  # "na-standard", "classic+exact99Bonus"
 _SELECT_TEXT = {"sign": ("+", "-"), "dir": ("keep", "reverse")}
 _ACE_VALUES = (1, 10, 11)
@@ -354,7 +358,7 @@ def _totals(rules: RuleSet) -> range:
 
 
 def _check_plays(rules: RuleSet, rank: str, plays: tuple[Play, ...], path: str) -> None:
-    if not 1 <= len(plays) <= MAX_PLAYS:
+    if len(plays) > MAX_PLAYS:  # none: a card that is never played (003's ONO 99)
         raise _bad(f"{path}: {len(plays)} plays")
     for i, p in enumerate(plays):
         where = f"{path}[{i}]"
@@ -381,6 +385,8 @@ def _check_plays(rules: RuleSet, rank: str, plays: tuple[Play, ...], path: str) 
     conditions = {p.when for p in plays}
     for total in _totals(rules) if conditions != {When.ALWAYS} else (0,):
         live = [p for p in plays if applies(p, total)]
+        if not live:  # not playable at this total (003's ONO 99 on a total not ending in 0)
+            continue
         selects = [p.select for p in live if p.select is not None]
         fields = {s[0] for s in selects}
         alone = len(live) == 1 and (not selects or len(fields) == 1)
@@ -424,15 +430,44 @@ def check_rules(rules: RuleSet) -> None:
     if len(rules.thresholds) > MAX_THRESHOLDS:
         raise _bad(f".thresholds: {len(rules.thresholds)}")
     for i, t in enumerate(rules.thresholds):
-        if not 0 <= t.at <= rules.limit or not 1 <= t.tokens <= MAX_TOKENS:
+        # a threshold pays tokens or scores points (END_KIND_ROUNDS), or both
+        paid = 1 <= t.tokens <= MAX_TOKENS or (t.tokens == 0 and t.points != 0)
+        if not 0 <= t.at <= rules.limit or not paid or not -MAX_POINTS <= t.points <= MAX_POINTS:
             raise _bad(f".thresholds[{i}]")
-    if not 0 <= rules.end.target <= MAX_TARGET:
+    _check_pairs(rules)
+    if not 0 <= rules.end.target <= (MAX_ROUNDS if rules.end.kind is EndKind.ROUNDS else MAX_TARGET):
         raise _bad(".end.target")
     if len(rules.special_hands) > MAX_SPECIAL_HANDS:
         raise _bad(f".specialHands: {len(rules.special_hands)}")
     ranks = {t.rank for t in rules.deck.cards}
     if any(h.rank not in ranks for h in rules.special_hands):
         raise _bad(".specialHands: a rank the deck does not have")
+    if len(rules.hand_scores) > MAX_CARD_TYPES or not 0 <= rules.round_out_points <= MAX_HAND_POINTS:
+        raise _bad(".handScores")
+    for i, h in enumerate(rules.hand_scores):
+        suit_ok = h.suit in ("", "S", "H", "D", "C")
+        if h.rank not in ranks or not suit_ok or not -MAX_HAND_POINTS <= h.points <= MAX_HAND_POINTS:
+            raise _bad(f".handScores[{i}]")
+
+
+def _check_pairs(rules: RuleSet) -> None:
+    ranks = {t.rank for t in rules.deck.cards}
+    if len(rules.pairs) > MAX_PAIRS or len({p.rank for p in rules.pairs}) != len(rules.pairs):
+        raise _bad(f".pairs: {len(rules.pairs)}")
+    for i, pair in enumerate(rules.pairs):
+        path = f".pairs[{i}]"
+        if pair.rank not in ranks:
+            raise _bad(f"{path}: a rank the deck does not have")
+        if any(p.op is Op.PICK or (p.select is not None and p.select[0] != "dir") for p in pair.plays):
+            raise _bad(f"{path}: a pair chooses its play by dir only")
+        _check_plays(rules, pair.rank, pair.plays, f"{path}.plays")
+        points = pair.cross_points if pair.cross_points is not None else 0
+        if not -MAX_POINTS <= points <= MAX_POINTS or not 0 <= pair.cross_take <= MAX_POINTS:
+            raise _bad(f"{path}: points")
+    for i, t in enumerate(rules.deck.cards):
+        points = t.cross_points if t.cross_points is not None else 0
+        if not -MAX_POINTS <= points <= MAX_POINTS:
+            raise _bad(f".deck.cards[{i}].crossPoints")
 
 
 def _check_deck(rules: RuleSet) -> None:

@@ -47,6 +47,7 @@ from ninetynine.engine.rules import (
     RuleSet,
     apply,
     card_of,
+    discard_action,
     legal_choices,
     seed_rng,
     setup,
@@ -171,7 +172,7 @@ class Tally:
         }
 
 
-_EFFECTS = ("turnSkipped", "playAgain", "tokensPaid")
+_EFFECTS = ("turnSkipped", "playAgain", "tokensPaid", "obligationPassed", "secondCardOwed", "cardsDiscarded")
 
 
 def _round(x: float) -> float:
@@ -207,6 +208,10 @@ def check_config(config: SimConfig) -> None:
 
 def random_action(state: GameState, rng: Rng) -> Action:
     choices = legal_choices(state, state.current)
+    if not choices:  # only dead cards: 003's exchange is the one move
+        exchange = discard_action(state, state.current)
+        assert exchange is not None
+        return exchange
     action = choices[rng.below(len(choices))].action
     if action.joker_value is not None:
         plays = card_of(state, action.card_id).type.plays  # type: ignore[union-attr]

@@ -62,7 +62,14 @@ def test_simulate_plays_every_preset(capsys: pytest.CaptureFixture[str], name: s
     assert sum(w["wins"] for w in summary["winsBySeat"].values()) == 3
     if name in PRESETS:
         assert summary["rules"] == name and summary["options"] == {}
-        assert set(summary["effects"]) == {"turnSkipped", "playAgain", "tokensPaid"}
+        assert set(summary["effects"]) == {
+            "turnSkipped",
+            "playAgain",
+            "tokensPaid",
+            "obligationPassed",
+            "secondCardOwed",
+            "cardsDiscarded",
+        }
     else:
         assert "rules" not in summary and summary["mode"] == name
 

@@ -10,13 +10,25 @@ from typing import Any
 import pytest
 
 from ninetynine.engine.convert import events_into, view_into
-from ninetynine.engine.rules import PRESETS, Event, GameState, Phase, Rng, apply, player_view, seed_rng, setup
+from ninetynine.engine.rules import (
+    PRESETS,
+    Event,
+    GameState,
+    Phase,
+    Rng,
+    apply,
+    discard_action,
+    player_view,
+    seed_rng,
+    setup,
+)
 from ninetynine.engine.rules.presets import with_house_rules
 from ninetynine.engine.simulate import random_action
 from ninetynine.engine.v1 import engine_service_pb2 as epb
 from ninetynine.engine.v1 import view_pb2
 from ninetynine.gateway.convert import server_json
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
+from tests.engine.rules.builders import make_state, play
 from tests.gateway.test_protocol_schema import EVENT, VIEW, _errors
 
 
@@ -46,8 +58,8 @@ def _play(name: str, players: int, seed: int) -> Counter[str]:
             assert _errors(EVENT, frame) == [], (name, frame)
             kinds[expected["type"]] += 1
         seq += len(events)
-        if step % 10 == 0 or state.phase is Phase.FINISHED:
-            for viewer in (state.current, None):
+        if step % 10 == 0 or state.phase is not Phase.PLAYING:  # every view of an exchange too
+            for viewer in (state.current, None, *state.passing):
                 view = view_pb2.GameView()
                 view_into(player_view(state, viewer), state.options, view, "en")
                 frame = server_json(gw.ServerMessage(view=gw.ViewPush(seq=seq, view=view)))
@@ -78,6 +90,15 @@ def test_preset_events_and_views_are_the_librarys_dicts_as_frames(name: str) -> 
         ("na-points", 3, "roundScored"),
         ("na-start-card", 4, "startCard"),
         ("na-standard+exact99Bonus", 3, "bonus"),
+        ("paranoia", 3, "pairPlayed"),
+        ("paranoia", 3, "pointsScored"),
+        ("paranoia", 3, "handScored"),
+        ("paranoia", 3, "exchangeStarted"),
+        ("paranoia", 3, "passChosen"),
+        ("paranoia", 3, "exchangeDone"),
+        ("ono99-2022", 3, "obligationPassed"),
+        ("ono99-2022", 3, "secondCardOwed"),
+        ("ono99-1980-points", 3, "handScored"),
     ],
 )
 def test_every_preset_effect_reaches_clients(name: str, players: int, kind: str) -> None:
@@ -143,3 +164,32 @@ def test_a_point_owed_with_none_left_is_a_valid_frame() -> None:
     else:
         pytest.fail("no game owed a point with none left")
     assert _play("na-points", 3, seed)["tokensPaid"]
+
+
+def test_an_ono99_exchange_and_a_negative_total_are_valid_frames() -> None:
+    """003: four ONO 99 cards exchanged (``cardsDiscarded``, the exchange in ``legalPlays``) and the
+    1980 edition's total below 0 are valid frames, and exactly the library's dicts."""
+    state = make_state(
+        rules=PRESETS["ono99-2022"], total=40, hands={"p1": ["ONO99"] * 4, "p2": ["1", "2", "3", "4"]}
+    )
+    view = view_pb2.GameView()
+    view_into(player_view(state, "p1"), state.options, view, "en")
+    frame = server_json(gw.ServerMessage(view=gw.ViewPush(seq=1, view=view)))
+    assert frame["view"] == player_view(state, "p1") and _errors(VIEW, frame) == []
+    exchange = discard_action(state, "p1")
+    assert exchange is not None
+    state, events = apply(state, "p1", exchange)
+    for expected, frame in _frames(state, events, 1):
+        assert frame["event"] == expected and _errors(EVENT, frame) == []
+    low = make_state(
+        rules=PRESETS["ono99-1980"], total=5, hands={"p1": ["-10", "2", "3", "4"], "p2": ["5"] * 4}
+    )
+    low, events = apply(low, "p1", play(low, "p1", "-10"))
+    assert low.total == -5
+    for expected, frame in _frames(low, events, 1):
+        assert frame["event"] == expected and _errors(EVENT, frame) == []
+    for viewer in ("p2", None):
+        view = view_pb2.GameView()
+        view_into(player_view(low, viewer), low.options, view, "en")
+        frame = server_json(gw.ServerMessage(view=gw.ViewPush(seq=9, view=view)))
+        assert frame["view"] == player_view(low, viewer) and _errors(VIEW, frame) == []

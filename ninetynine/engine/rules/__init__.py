@@ -8,6 +8,7 @@ Typical use::
 """
 
 from .cards import Card, Kind, build_deck, cards_of, catalogue_of
+from .discard import discard_action
 from .errors import Reason, RuleError, message
 from .game import (
     Choice,
@@ -62,6 +63,7 @@ __all__ = [
     "catalogue_of",
     "check_action",
     "check_replayable",
+    "discard_action",
     "game_result",
     "has_legal_play",
     "legal_choices",

@@ -22,6 +22,11 @@ class Reason(StrEnum):
     GAME_FINISHED = "GAME_FINISHED"
     CARD_TOO_EARLY = "CARD_TOO_EARLY"
     SAME_NUMBER_TWICE = "SAME_NUMBER_TWICE"
+    CARD_NOT_PLAYABLE = "CARD_NOT_PLAYABLE"
+    NOT_FIRST_OF_TWO = "NOT_FIRST_OF_TWO"
+    DISCARD_NOT_ALLOWED = "DISCARD_NOT_ALLOWED"
+    NOT_A_PAIR = "NOT_A_PAIR"
+    ALREADY_PASSED = "ALREADY_PASSED"
     # Malformed choices for the card being played.
     SIGN_REQUIRED = "SIGN_REQUIRED"
     ACE_VALUE_REQUIRED = "ACE_VALUE_REQUIRED"
@@ -56,6 +61,23 @@ TEXTS: dict[Reason, tuple[str, str]] = {
     Reason.SAME_NUMBER_TWICE: (
         "방금 나온 {rank}와(과) 같은 숫자는 이어서 낼 수 없어요",
         "The same number ({rank}) cannot be played twice in a row",
+    ),
+    Reason.CARD_NOT_PLAYABLE: ("이 카드는 지금 낼 수 없어요", "This card cannot be played now"),
+    Reason.NOT_FIRST_OF_TWO: (
+        "두 장을 내야 할 때 이 카드는 첫 번째로 낼 수 없어요",
+        "This card cannot be the first of the two cards you owe",
+    ),
+    Reason.DISCARD_NOT_ALLOWED: (
+        "{rank} 카드 {count}장을 모았을 때만 버리고 새로 뽑을 수 있어요",
+        "You can only discard when you hold {count} {rank} cards, all of them",
+    ),
+    Reason.NOT_A_PAIR: (
+        "이 두 장({cardId}, {pairCardId})은 함께 낼 수 있는 짝이 아니에요",
+        "These two cards ({cardId}, {pairCardId}) are not a pair that can be played together",
+    ),
+    Reason.ALREADY_PASSED: (
+        "넘길 카드를 이미 골랐어요. 다른 사람을 기다려 주세요",
+        "You have already chosen the card to pass; wait for the others",
     ),
     Reason.SIGN_REQUIRED: ("더하기와 빼기 중 하나를 골라 주세요", "Choose plus or minus"),
     Reason.ACE_VALUE_REQUIRED: (

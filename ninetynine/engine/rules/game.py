@@ -17,18 +17,22 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import discard, exchange, handscore, obligation, pairs, scoring
 from .cards import Card, cards_of, catalogue_of
 from .errors import Reason, RuleError
 from .options import Options, check_player_count
 from .presets import rules_for
 from .rng import Rng, seed_commitment, seed_rng
 from .ruleset import (
+    CardType,
     Effect,
+    EndKind,
     Floor,
     Limit,
     LossEnds,
     Op,
     OutWhen,
+    Pair,
     Play,
     Reach,
     Refill,
@@ -144,7 +148,7 @@ def setup(
         seed_commitment=seed_commitment(seed),
         preset=rules,
         round_starter=first if rules is not None else "",
-        score={p: 0 for p in seats} if resolved.points else {},
+        score={p: 0 for p in seats} if resolved.scores else {},
         turns_taken={p: 0 for p in seats} if resolved.locked_turns() else {},
     )
     started: dict[str, object] = {
@@ -185,6 +189,8 @@ def _applies(play: Play, total: int) -> bool:
         return even and total > 49
     if w is When.NOT_EVEN_OVER_49:
         return not (even and total > 49)
+    if w is When.ENDS_IN_ZERO:
+        return total % 10 == 0
     return even if w is When.EVEN else not even
 
 
@@ -212,7 +218,8 @@ def _outcome(rules: RuleSet, total: int, play: Play, picked: int | None = None) 
     if result < 0 and result < total:
         if rules.floor is Floor.CLAMP:
             return 0, None
-        if rules.floor is Floor.FORBID:
+        # Floor.NEGATIVE (003's 1980 edition) goes down to -limit, a bound no game reaches.
+        if rules.floor is Floor.FORBID or result < -rules.limit:
             return result, Reason.BELOW_ZERO
     if result > rules.limit and rules.over_limit is Limit.REFUSE:
         return result, Reason.OVER_99
@@ -274,14 +281,25 @@ def _card_plays(state: GameState, player: str, card: Card) -> list[tuple[Play, C
             out.append((play, Choice(_action_for(card.id, play, play.hi), play.hi, why)))
             continue
         result, why = _outcome(rules, s, play)
-        out.append((play, Choice(_action_for(card.id, play), result, refused.reason if refused else why)))
+        why = refused.reason if refused else why or obligation.refusal(state, play)
+        out.append((play, Choice(_action_for(card.id, play), result, why)))
     return out
 
 
 def legal_choices(state: GameState, player: str) -> list[Choice]:
-    """The legal (card, choice) pairs of ``player``'s hand, in hand order."""
+    """The legal (card, choice) pairs of ``player``'s hand, in hand order, then the pair plays.
+
+    In the exchange phase: one choice per card of the hand, if ``player`` still owes a pass.
+    """
+    if state.phase is Phase.EXCHANGE:
+        if not exchange.owes(state, player):
+            return []
+        return [Choice(Action(cid), state.total) for cid in state.hands[player]]
     cat = catalogue_of(state.rules.deck, state.deck_count)
-    return [c for cid in state.hands[player] for _, c in _card_plays(state, player, cat[cid]) if c.legal]
+    out = [c for cid in state.hands[player] for _, c in _card_plays(state, player, cat[cid]) if c.legal]
+    if state.rules.pairs:
+        out += [c for _, _, c in pairs.pair_choices(state, player) if c.legal]
+    return out
 
 
 def has_legal_play(state: GameState, player: str) -> bool:
@@ -295,9 +313,12 @@ def has_legal_play(state: GameState, player: str) -> bool:
         if (t.locked_turns or rules.no_same_number_twice) and _card_refusal(state, rules, player, card):
             continue
         plays = t.plays
-        if any(_applies(p, s) and _outcome(rules, s, p)[1] is None for p in plays):
+        if any(
+            _applies(p, s) and _outcome(rules, s, p)[1] is None and obligation.refusal(state, p) is None
+            for p in plays
+        ):
             return True
-    return False
+    return bool(rules.pairs) and any(c.legal for _, _, c in pairs.pair_choices(state, player))
 
 
 def _require(field: str, card_id: str, play: Play, plays: Sequence[Play]) -> RuleError:
@@ -317,6 +338,8 @@ def _select(card: Card, action: Action, total: int) -> tuple[Play, dict[str, obj
     assert card.type is not None
     cid = card.id
     plays = [p for p in card.type.plays if _applies(p, total)]
+    if not plays:  # a card with no plays (003's ONO 99), or none at this total
+        raise RuleError(Reason.CARD_NOT_PLAYABLE, cardId=cid)
     fields = {p.select[0] for p in plays if p.select is not None}
     if action.dir is not None and "dir" not in fields:
         raise RuleError(Reason.DIR_NOT_ALLOWED, cardId=cid)
@@ -343,14 +366,18 @@ def _select(card: Card, action: Action, total: int) -> tuple[Play, dict[str, obj
     raise _require(field, cid, plays[0], plays)
 
 
-def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, Effect, dict[str, object]]:
-    """Validate ``action`` (§8.2) and return (card, new total, turn effect, choice)."""
+def _check_mover(state: GameState, player: str) -> None:
     if state.phase is Phase.FINISHED:
         raise RuleError(Reason.GAME_FINISHED)
     if player not in state.alive:
         raise RuleError(Reason.UNKNOWN_PLAYER, playerId=player)
     if player != state.current:
         raise RuleError(Reason.NOT_YOUR_TURN, playerId=player, current=state.current)
+
+
+def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, Play, dict[str, object]]:
+    """Validate ``action`` (§8.2) and return (card, new total, the play, choice)."""
+    _check_mover(state, player)
     cid = action.card_id
     if cid not in state.hands[player]:
         raise RuleError(Reason.CARD_NOT_IN_HAND, cardId=cid)
@@ -366,11 +393,24 @@ def _resolve(state: GameState, player: str, action: Action) -> tuple[Card, int, 
     result, why = _outcome(rules, s, play, picked if isinstance(picked, int) else None)
     if why is not None:
         raise RuleError(why, cardId=cid, total=s, result=result)
-    return card, result, play.effect_for(sum(state.alive.values())), choice
+    owed = obligation.refusal(state, play)
+    if owed is not None:
+        raise RuleError(owed, cardId=cid)
+    return card, result, play, choice
 
 
 def check_action(state: GameState, player: str, action: Action) -> int:
     """Raise :class:`RuleError` if ``action`` is refused; else return the total it would make."""
+    if state.phase is Phase.EXCHANGE:
+        exchange.check_pass(state, player, action)
+        return state.total
+    if action.discard:
+        _check_mover(state, player)
+        discard.check(state, player, action)
+        return state.total
+    if action.pair_card_id is not None:
+        _check_mover(state, player)
+        return pairs.resolve_pair(state, player, action)[1]
     return _resolve(state, player, action)[1]
 
 
@@ -392,13 +432,27 @@ def apply(
     """
     if expected_seq is not None and expected_seq != state.seq:
         raise RuleError(Reason.STALE_STATE, expectedSeq=expected_seq, seq=state.seq)
-    card, result, effect, choice = _resolve(state, player, action)
+    if state.phase is Phase.EXCHANGE:
+        return exchange.choose(state, player, action, now_ms)
+    if action.discard:
+        return _discard(state, player, action, now_ms)
+    pair: Pair | None = None
+    play: Play | None = None
+    if action.pair_card_id is not None:
+        _check_mover(state, player)
+        played, result, effect, choice, pair = pairs.resolve_pair(state, player, action)
+        card = played[0]
+    else:
+        card, result, play, choice = _resolve(state, player, action)
+        effect = play.effect_for(sum(state.alive.values()))
+        played = [card]
     s = state.clone()
     rng = Rng(s.rng)
     events: list[Event] = []
 
-    s.hands[player].remove(card.id)
-    s.discard.append(card.id)
+    for c in played:
+        s.hands[player].remove(c.id)
+        s.discard.append(c.id)
     before = s.total
     s.total = result
     record = PlayRecord(player, card.id, card.face, before, result, choice)
@@ -406,14 +460,25 @@ def apply(
     if len(s.history) > HISTORY_LENGTH:
         del s.history[0]
     events.append(Event("cardPlayed", {**record.to_dict(), "kind": str(card.kind), "seq": s.seq + 1}))
+    if pair is not None:
+        faces = [c.to_dict() for c in played]
+        events.append(
+            Event("pairPlayed", {"player": player, "cards": faces, "before": before, "total": result})
+        )
     rules = s.rules
+    # An exchange card (a single one) makes every player pass a card before the next move, and
+    # before the round ends if this play ended it.
+    swaps = pair is None and card.type is not None and card.type.exchange
     if player in s.turns_taken and s.turns_taken[player] < rules.locked_turns():
         s.turns_taken[player] += 1
     if rules.exact_limit_bonus and result == rules.limit and before != result:
         _bonus(s, player, events)
     if rules.exact_69_bonus and result == EXACT_69 and before != result:
         _bonus(s, player, events)
-    if (rules.thresholds or result > rules.limit) and _thresholds(s, player, before, result, rng, events):
+    crossing = (rules.thresholds or result > rules.limit) and _thresholds(
+        s, player, before, result, rng, events, played=(card.type, pair), defer=swaps
+    )
+    if crossing and not swaps:
         s.seq += 1
         if s.phase is Phase.PLAYING:
             _start_turn(s, rng, events, now_ms)
@@ -423,14 +488,29 @@ def apply(
         s.direction = -s.direction
         events.append(Event("directionChanged", {"player": player, "direction": s.direction}))
     if s.alive[player]:  # a threshold may have cost the player their last token
-        _refill(s, player, rng, events)
+        for _ in played:
+            _refill(s, player, rng, events)
         if rules.special_hands:
             _check_special_hands(s, [player], events)
     s.seq += 1
     if s.phase is Phase.FINISHED:
         s.rng = rng.freeze()
         return s, events
-    if effect is Effect.PLAY_AGAIN and s.alive[player]:
+    if swaps and s.alive[player]:
+        s.exchange_ends_round = bool(crossing)
+        if exchange.start(s, player, rng, events, now_ms):
+            s.rng = rng.freeze()
+            return s, events
+        s.exchange_ends_round = False
+        if crossing:
+            _end_round(s, player, rng, events)
+            if s.phase is Phase.PLAYING:
+                _start_turn(s, rng, events, now_ms)
+            s.rng = rng.freeze()
+            return s, events
+    if s.obligation and play is not None and obligation.next_turn(s, player, play, events, _next_alive):
+        pass
+    elif effect is Effect.PLAY_AGAIN and s.alive[player]:
         events.append(Event("playAgain", {"player": player}))
         s.current = player
     elif effect is Effect.SKIP:
@@ -439,6 +519,24 @@ def apply(
         s.current = _next_alive(s, skipped)
     else:
         s.current = _next_alive(s, player)
+        if effect is Effect.PLAY_TWO:
+            obligation.owe(s, player, events)
+    _start_turn(s, rng, events, now_ms)
+    s.rng = rng.freeze()
+    return s, events
+
+
+def _discard(state: GameState, player: str, action: Action, now_ms: int) -> tuple[GameState, list[Event]]:
+    """003's discard of four ONO 99 cards for four new ones (:mod:`.discard`); the turn goes on."""
+    _check_mover(state, player)
+    discard.check(state, player, action)
+    s = state.clone()
+    rng = Rng(s.rng)
+    events: list[Event] = []
+    discard.give_up(s, player, action.discard, events)
+    for _ in action.discard:
+        _draw(s, player, rng, events)
+    s.seq += 1
     _start_turn(s, rng, events, now_ms)
     s.rng = rng.freeze()
     return s, events
@@ -453,16 +551,31 @@ def crossed(t: Threshold, before: int, after: int) -> bool:
     return up or (not t.from_below_only and after <= t.at < before)
 
 
-def _thresholds(s: GameState, player: str, before: int, after: int, rng: Rng, events: list[Event]) -> bool:
-    """Pay what the play from ``before`` to ``after`` costs; True if it ended the round or the game.
+def _thresholds(
+    s: GameState,
+    player: str,
+    before: int,
+    after: int,
+    rng: Rng,
+    events: list[Event],
+    played: tuple[CardType | None, Pair | None] = (None, None),
+    defer: bool = False,
+) -> bool:
+    """Pay and score what the play from ``before`` to ``after`` costs; True if it ended the round or the game.
 
-    A total over the limit always ends the round (under ``Limit.PLAY_AND_LOSE``).
+    A total over the limit always ends the round (under ``Limit.PLAY_AND_LOSE``). ``played``:
+    the card or pair that made it (for their own points at a crossing); ``defer``: the round's
+    end waits (for an exchange), the caller ends it.
     """
     ends = after > s.rules.limit
     for t in s.rules.thresholds:
         if not crossed(t, before, after):
             continue
         ends = ends or t.ends_round
+        if t.points:
+            scoring.score_crossing(s, player, t, played[0], played[1], events)
+        if not t.tokens:
+            continue
         payers = (
             [p for p in _seat_order_from(s, player) if s.alive[p] and p != player]
             if t.others_pay
@@ -472,13 +585,18 @@ def _thresholds(s: GameState, player: str, before: int, after: int, rng: Rng, ev
             _pay(s, p, t.tokens, {"at": t.at, "reach": str(t.reach), "by": player}, events)
             if s.phase is Phase.FINISHED:
                 return True
-    if ends:
-        if s.rules.starter is Starter.ROTATE:
-            starter = _next_alive(s, s.round_starter or player, clockwise=True)
-        else:
-            starter = _next_alive(s, player)
-        _new_round(s, starter, rng, events, everything=True, reason="thresholdEnded")
+    if ends and not defer:
+        _end_round(s, player, rng, events)
     return ends
+
+
+def _end_round(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
+    """``player``'s play ended the round: the next one is dealt (or the game ends)."""
+    if s.rules.starter is Starter.ROTATE:
+        starter = _next_alive(s, s.round_starter or player, clockwise=True)
+    else:
+        starter = _next_alive(s, player)
+    _new_round(s, starter, rng, events, everything=True, reason="thresholdEnded")
 
 
 def _pay(s: GameState, player: str, tokens: int, why: dict[str, object], events: list[Event]) -> None:
@@ -546,7 +664,11 @@ def _next_alive(s: GameState, player: str, *, clockwise: bool = False) -> str:
 
 def _start_turn(s: GameState, rng: Rng, events: list[Event], now_ms: int) -> None:
     """§5.1 step 1: whoever must move with no legal card loses at once, repeatedly."""
-    while s.phase is Phase.PLAYING and not has_legal_play(s, s.current):
+    while (
+        s.phase is Phase.PLAYING
+        and not has_legal_play(s, s.current)
+        and discard.discard_action(s, s.current) is None
+    ):
         _lose(s, s.current, rng, events)
     if s.phase is Phase.PLAYING:
         s.turn_started_at = now_ms
@@ -566,6 +688,10 @@ def _start_turn(s: GameState, rng: Rng, events: list[Event], now_ms: int) -> Non
 
 def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
     """§5.3 loss handling for ``player``, who cannot play at the start of their turn."""
+    obligation.clear(s)
+    if s.rules.counts_hands:
+        _out_of_round(s, player, rng, events)
+        return
     if s.start_lives == 0:
         _eliminate(s, player, events, reason="noPlayableCard")
         if s.phase is Phase.FINISHED:
@@ -613,7 +739,35 @@ def _lose(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
         _new_round(s, starter, rng, events, everything=rules.loss_ends is LossEnds.ROUND, reason="lifeLost")
 
 
-def _eliminate(s: GameState, player: str, events: list[Event], reason: str) -> None:
+def _out_of_round(s: GameState, player: str, rng: Rng, events: list[Event]) -> None:
+    """Hand scores (:mod:`.handscore`): ``player`` is out of this round, their hand counted; with
+    one player left the round is scored, and the game ends or a new round is dealt."""
+    handscore.count(s, player, events, out=True)
+    survivor = _next_alive(s, player)
+    _eliminate(s, player, events, reason="noPlayableCard", finish=False)
+    if sum(s.alive.values()) > 1:
+        s.current = survivor
+        return
+    handscore.count(s, survivor, events, out=False)
+    in_game = handscore.still_in(s)
+    # Out of the game: those out before, in order, then whoever reached the target this round.
+    gone = [p for p in s.elimination_order if p not in in_game]
+    gone += [p for p in s.seats if p not in in_game and p not in gone]
+    s.eliminated_round = {p: s.eliminated_round.get(p, s.round) for p in gone}
+    s.elimination_order = gone
+    for p in s.seats:
+        s.alive[p] = p in in_game
+        if p in gone:  # the round's survivor who reached the target leaves too: hand face down
+            s.discard.extend(s.hands[p])
+            s.hands[p] = []
+    if handscore.game_over(s, in_game):
+        _finish(s, events)
+        return
+    starter = _next_alive(s, s.round_starter or survivor, clockwise=True)
+    _new_round(s, starter, rng, events, everything=True, reason="eliminated")
+
+
+def _eliminate(s: GameState, player: str, events: list[Event], reason: str, finish: bool = True) -> None:
     s.alive[player] = False
     hand = s.hands[player]
     s.discard.extend(hand)  # face down: only the count is ever shown
@@ -634,7 +788,7 @@ def _eliminate(s: GameState, player: str, events: list[Event], reason: str) -> N
             },
         )
     )
-    if sum(s.alive.values()) == 1:
+    if finish and sum(s.alive.values()) == 1:
         _finish(s, events)
 
 
@@ -647,8 +801,14 @@ def _new_round(
     pile depends only on which cards were gathered and the RNG. With game points the round's
     points are banked first, and a score at the target ends the game instead.
     """
-    if s.rules.points and _bank_points(s, events):
+    obligation.clear(s)
+    if s.rules.points and not s.rules.counts_hands and _bank_points(s, events):
         return
+    if s.rules.end.kind is EndKind.ROUNDS:
+        scoring.score_hands(s, events)
+        if scoring.last_round(s):
+            _finish(s, events)
+            return
     deck = cards_of(s.rules.deck, s.deck_count)
     if everything:
         pile = [c.id for c in deck]
@@ -827,7 +987,7 @@ def game_result(s: GameState) -> GameResult:
     if s.phase is not Phase.FINISHED:
         raise RuleError(Reason.INVALID_STATE, detail="game not finished")
     out = list(reversed(s.elimination_order))
-    if s.special_end or s.rules.points:
+    if s.special_end or s.rules.scores:
         return _special_or_points_result(s, out)
     winners = [p for p in s.seats if s.alive[p]]
     order = winners + out
@@ -846,7 +1006,7 @@ def game_result(s: GameState) -> GameResult:
 
 def _special_or_points_result(s: GameState, out: list[str]) -> GameResult:
     in_game = [p for p in _seat_order_from(s, s.current) if s.alive[p]]
-    if s.rules.points:
+    if s.rules.scores:
         sign = -1 if s.rules.end.highest_wins else 1
         in_game.sort(key=lambda p: (sign * s.score[p], s.seats.index(p)))
         places = {p: 1 + sum(sign * s.score[q] < sign * s.score[p] for q in in_game) for p in in_game}
@@ -874,7 +1034,7 @@ def _special_or_points_result(s: GameState, out: list[str]) -> GameResult:
             )
     first_out = len(in_game) + 1
     places |= {p: first_out + i for i, p in enumerate(out)}
-    score = s.score if s.rules.points else {}
+    score = s.score if s.rules.scores else {}
     ranking = tuple(
         RankEntry(p, places[p], s.lives_lost[p], s.eliminated_round.get(p), score.get(p))
         for p in [*in_game, *out]
@@ -888,7 +1048,7 @@ def _finish(s: GameState, events: list[Event], holder: str | None = None) -> Non
     s.phase = Phase.FINISHED
     if holder is not None:
         s.current = holder
-    elif s.rules.points:
+    elif s.rules.scores:
         sign = -1 if s.rules.end.highest_wins else 1
         s.current = min(s.alive_players(), key=lambda p: (sign * s.score[p], s.seats.index(p)))
     else:
@@ -900,18 +1060,28 @@ def _finish(s: GameState, events: list[Event], holder: str | None = None) -> Non
 # -- §8.5 timeout policy -------------------------------------------------------------------
 
 
-def timeout_action(state: GameState) -> Action:
+def timeout_action(state: GameState, player: str | None = None) -> Action:
     """The automatic move for the current player (spec §8.5).
 
-    Smallest resulting total; ties by class (no-change cards, number cards, ± cards,
-    K/joker), then card id; a 0 card keeps the direction, a joker takes its range minimum.
-    Uses only the player's own hand and the public total.
+    Smallest resulting total (with ``RuleSet.timeout_forward``, a play that lowers the total only
+    when nothing else is left); ties by class (no-change cards, number cards, ± cards,
+    K/joker), then card id, a single card before a pair; a 0 card keeps the direction, a joker
+    takes its range minimum. Uses only the player's own hand and the public total.
+    In the exchange phase: the pass of ``player`` (default: ``current``, the first who owes one),
+    :func:`.exchange.timeout_pass`.
     """
     if state.phase is Phase.FINISHED:
         raise RuleError(Reason.GAME_FINISHED)
-    best: tuple[int, int, str, int] | None = None
+    if state.phase is Phase.EXCHANGE:
+        who = player or state.current
+        if not exchange.owes(state, who):
+            raise RuleError(Reason.NOT_YOUR_TURN, playerId=who, current=state.current)
+        return exchange.timeout_pass(state, who)
+    best: tuple[int, int, int, str, int] | None = None
     best_action: Action | None = None
     cat = catalogue_of(state.rules.deck, state.deck_count)
+    forward = state.rules.timeout_forward
+    total = state.total
     for cid in state.hands[state.current]:
         card = cat[cid]
         assert card.type is not None
@@ -919,9 +1089,27 @@ def timeout_action(state: GameState) -> Action:
             if not choice.legal:
                 continue
             # A play with a turn effect after one without: the 0 card keeps the direction.
-            key = (choice.result, card.type.timeout_class, cid, int(play.effect is not Effect.NONE))
+            lowers = int(forward and choice.result < total)
+            key = (lowers, choice.result, card.type.timeout_class, cid, int(play.effect is not Effect.NONE))
             if best is None or key < best:
                 best, best_action = key, choice.action
+    for _, play, choice in pairs.pair_choices(state, state.current) if state.rules.pairs else ():
+        if not choice.legal:
+            continue
+        t = cat[choice.action.card_id].type
+        assert t is not None
+        lowers = int(forward and choice.result < total)
+        key = (
+            lowers,
+            choice.result,
+            t.timeout_class,
+            choice.action.card_id,
+            2 + int(play.effect is not Effect.NONE),
+        )
+        if best is None or key < best:
+            best, best_action = key, choice.action
+    if best_action is None:
+        best_action = discard.discard_action(state, state.current)  # four dead cards: exchange them
     if best_action is None:
         raise RuleError(Reason.INVALID_STATE, detail="current player has no legal play")
     return best_action

@@ -14,7 +14,7 @@ from dataclasses import replace
 from .errors import Reason, RuleError
 from .options import CHOICES, CLASSIC, KR, Options
 from .presets import ESCAPE, HOUSE_RULES, ace, add, hold, minus, plus_minus, reverse, to99, with_house_rules
-from .ruleset import CardType, DeckStyle, Effect, Kind, Op, Play, Refill, RuleSet, Start
+from .ruleset import CardType, DeckStyle, Effect, EndKind, Kind, Op, Play, Refill, RuleSet, Start
 
 __all__ = ["CARD_EFFECTS", "MAX_OVERRIDES", "MAX_OVERRIDE_TEXT", "OVERRIDE_KEYS", "apply_overrides"]
 
@@ -23,6 +23,7 @@ MAX_OVERRIDE_TEXT = 32
 MAX_HAND = 7
 MAX_TOKENS = 10
 MAX_START = 90
+MAX_ROUNDS = 10
 CARD_KEY = "card."
 
 
@@ -83,6 +84,14 @@ def _on_the_board(rules: RuleSet, value: str) -> RuleSet | None:
     return replace(rules, tokens=replace(rules.tokens, on_the_board=value == "on"))
 
 
+def _rounds(rules: RuleSet, value: str) -> RuleSet | None:
+    """A game of rounds (paranoia): how many rounds are played (004: "сколько раундов будут играть")."""
+    n = _number(value, 1, MAX_ROUNDS)
+    if n is None or rules.end.kind is not EndKind.ROUNDS:
+        return None
+    return replace(rules, end=replace(rules.end, target=n))
+
+
 def _house_rule(attr: str) -> Callable[[RuleSet, str], RuleSet | None]:
     """A §7 house rule switched on or off; the rule set is named after the ones on, as presets are."""
 
@@ -101,6 +110,7 @@ OVERRIDE_KEYS: dict[str, Callable[[RuleSet, str], RuleSet | None]] = {
     "startTotal": _start_total,
     "turnSeconds": _turn_seconds,
     "onTheBoard": _on_the_board,
+    "rounds": _rounds,
     **{key: _house_rule(attr) for key, attr in HOUSE_RULES.items()},
 }
 

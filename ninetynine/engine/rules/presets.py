@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .options import KR, Options
+from .presets_ono import ONO_PRESETS
 from .ruleset import (
     CardType,
     Deck,
@@ -427,9 +428,21 @@ RU_VARIANTS = (
 
 # -- the registry ------------------------------------------------------------------------------
 
+from .presets_paranoia import PARANOIA  # noqa: E402  (it builds on the helpers above)
+
 PRESETS: dict[str, RuleSet] = {
     r.name: r
-    for r in (WIKIPEDIA, NA_STANDARD, *NA_VARIATIONS, NA_POINTS, NA_START_CARD, *NA_ONLINE, *RU_VARIANTS)
+    for r in (
+        WIKIPEDIA,
+        NA_STANDARD,
+        *NA_VARIATIONS,
+        NA_POINTS,
+        NA_START_CARD,
+        *NA_ONLINE,
+        *RU_VARIANTS,
+        *ONO_PRESETS,
+        PARANOIA,
+    )
 }
 
 # The house rules any rule set can take (the spec's §7 two, and 002's "exactly 69"):

@@ -15,7 +15,8 @@ Room for what comes next, so that it is added here and not as engine special cas
   plays two" is another member, and a card that can never be played is a type with no plays.
 * :class:`Threshold`, ``Limit.PLAY_AND_LOSE`` and ``OutWhen.CANNOT_PAY`` are the tokens paid
   at 33/66/99 in 002's online version; with ``OutWhen.NEVER`` and ``End`` a points target they
-  are the game points of 002's game-points version (``EndKind.ROUNDS`` is not played yet).
+  are the game points of 002's game-points version; ``EndKind.ROUNDS`` with ``Threshold.points``,
+  :class:`Pair` and ``RuleSet.hand_scores`` is 004 part III's Paranoia.
 * ``Start.from_card``, ``CardType.locked_turns`` and :class:`SpecialHand` are 002's start-card
   version; ``exact_limit_bonus`` and ``no_same_number_twice`` are the spec's §7 house rules,
   which any rule set can take (:func:`.presets.with_house_rules`).
@@ -44,6 +45,8 @@ class Kind(StrEnum):
     JOKER = "joker"  # kr joker
     SET = "set"  # sets the total to its value (004 part II's 9 sets 0)
     DOUBLE_HALVE = "doubleHalve"  # doubles or halves the total, depending on it (002's online 2)
+    ONO99 = "ono99"  # 003's ONO 99 card: never played (a type with no plays), shown as dead
+    PLAY_TWO = "playTwo"  # 003's Play 2 / Double Play: the next player owes two cards
 
 
 class Effect(StrEnum):
@@ -53,6 +56,7 @@ class Effect(StrEnum):
     REVERSE = "reverse"  # the direction of play reverses
     SKIP = "skip"  # the next player loses their turn
     PLAY_AGAIN = "playAgain"  # the same player plays again
+    PLAY_TWO = "playTwo"  # the next player owes two cards this turn (:mod:`.obligation`)
 
 
 class Op(StrEnum):
@@ -74,6 +78,7 @@ class When(StrEnum):
     NOT_EVEN_OVER_49 = "notEvenOver49"
     EVEN = "even"
     ODD = "odd"
+    ENDS_IN_ZERO = "endsInZero"  # 003's 1980 optional rule: the total ends in 0 (0, 10, -20...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,10 @@ class Play:
     (``("sign", "-")``, ``("aceValue", 11)``, ``("dir", "reverse")``, ``("jokerValue", None)``
     for a number the player names); ``None`` when it is the card's only play.
     ``two_players`` replaces ``effect`` when only two players are left.
+    ``passes_obligation``: played as the first of two owed cards (:mod:`.obligation`), it is the
+    only card of the turn and the next player owes the two instead; with two players left a play
+    that has a ``two_players`` effect does not pass (003: the Reverse is then a zero).
+    ``not_first_of_two``: it may not be the first of two owed cards (003's 1980 Double Play).
     """
 
     op: Op
@@ -94,6 +103,11 @@ class Play:
     when: When = When.ALWAYS
     lo: int = 0
     hi: int = 0
+    passes_obligation: bool = False
+    not_first_of_two: bool = False
+
+    def passes_for(self, alive: int) -> bool:
+        return self.passes_obligation and not (alive == 2 and self.two_players is not None)
 
     def effect_for(self, alive: int) -> Effect:
         if alive == 2 and self.two_players is not None:
@@ -118,6 +132,12 @@ class CardType:
     id_prefix: str = ""  # numbered decks: card ids are ``{id_prefix}-{i}``
     count: int = 0  # numbered decks: cards of this type in one deck
     locked_turns: int = 0  # it may not be played in the player's first ``locked_turns`` turns
+    # Game points a crossing made with this card scores instead of the threshold's ``points``
+    # (004 part III's Jack -1, Queen -2); None: the threshold's own.
+    cross_points: int | None = None
+    # Played, the player draws one more card and every player passes one card to their
+    # neighbour in the direction of play (004 part III's 2 and King).
+    exchange: bool = False
 
     @property
     def ordinary(self) -> bool:
@@ -127,6 +147,30 @@ class CardType:
         (p,) = self.plays
         plain = p.effect is Effect.NONE and p.two_players is None and p.when is When.ALWAYS
         return plain and p.op is Op.ADD and p.amount >= 0 and self.locked_turns == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """Two cards of ``rank`` played together as one play (004 part III's 3-3, 6-6, 9-9, K-K).
+
+    ``plays`` are chosen like a card's (``select``); ``cross_points`` replaces the threshold's
+    points at a crossing made with the pair, and ``cross_take`` takes that many points from every
+    other player to the player at each crossing (K-K), instead of the threshold's points.
+    """
+
+    rank: str
+    plays: tuple[Play, ...]
+    cross_points: int | None = None
+    cross_take: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HandScore:
+    """What one card of ``rank`` (and ``suit``; ``""``: any suit) left in a hand scores."""
+
+    rank: str
+    points: int
+    suit: str = ""
 
 
 class DeckStyle(StrEnum):
@@ -234,6 +278,7 @@ class Threshold:
     others_pay: bool = False  # everyone else pays instead of the player
     tokens: int = 1
     ends_round: bool = False
+    points: int = 0  # game points the player who reaches or crosses it scores (``EndKind.ROUNDS``)
 
 
 class EndKind(StrEnum):
@@ -245,11 +290,17 @@ class EndKind(StrEnum):
 @dataclass(frozen=True, slots=True)
 class End:
     """How the game ends. ``POINTS_TARGET``: the tokens a player keeps at the end of each round
-    are added to their score, and once a score reaches ``target`` the best score wins."""
+    are added to their score, and once a score reaches ``target`` the best score wins.
+    ``ROUNDS``: the game points scored in play (``Threshold.points``) and for the cards left in
+    hand (``RuleSet.hand_scores``) go straight to the score; after ``target`` rounds the best
+    score wins, a tie sharing the first place."""
 
     kind: EndKind = EndKind.LAST_STANDING
     target: int = 0
     highest_wins: bool = True
+    # With ``hand_scores``: a score reaching ``target`` puts its player out of the game, and the
+    # last one left wins (003's first ending); else the game ends there (its second).
+    out_at_target: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +348,19 @@ class RuleSet:
     exact_limit_bonus: bool = False  # making the total exactly ``limit`` wins back a lost token
     no_same_number_twice: bool = False  # a card may not follow one of the same rank
     exact_69_bonus: bool = False  # 002's house rule: making the total exactly 69 wins back a lost token
+    # 003 (2022): holding ``discard_count`` cards of ``discard_rank``, a player may discard them for
+    # as many new cards, then plays on (:mod:`.discard`); 0 = no such exchange.
+    discard_rank: str = ""
+    discard_count: int = 0
+    # What a card left in a hand scores. ``EndKind.POINTS_TARGET`` (:mod:`.handscore`, 003's points
+    # versions): rounds end when one player is left, every hand is counted, ``end`` is on the
+    # scores. ``EndKind.ROUNDS`` (:mod:`.scoring`, paranoia): penalty cards at each round's end.
+    hand_scores: tuple[HandScore, ...] = ()
+    pairs: tuple[Pair, ...] = ()  # the pairs that may be played as one play
+    # The timeout policy spends a play that lowers the total only when nothing else is left, so that a
+    # game of timeouts moves on (in a game of rounds nobody loses to a high total: it must end).
+    timeout_forward: bool = False
+    round_out_points: int = 0  # with ``hand_scores``: what going out of a round adds to the hand
     turn_seconds: int = 15
     players: tuple[int, int] = (2, 10)  # fewest and most players
     game: str = "adding"
@@ -311,6 +375,23 @@ class RuleSet:
     def points(self) -> bool:
         """Game points: tokens are banked into a score each round, and a score target ends the game."""
         return self.end.kind is EndKind.POINTS_TARGET
+
+    @property
+    def counts_hands(self) -> bool:
+        """003's points versions: rounds to one player left, every hand counted into the scores."""
+        return bool(self.hand_scores) and self.points
+
+    @property
+    def scores(self) -> bool:
+        """Each player has a running score (game points banked, or scored in rounds)."""
+        return self.end.kind is not EndKind.LAST_STANDING
+
+    def pair(self, rank: str) -> Pair | None:
+        return next((p for p in self.pairs if p.rank == rank), None)
+
+    def hand_score(self, rank: str, suit: str) -> int:
+        """What one card left in a hand at a round's end scores (0: nothing)."""
+        return sum(h.points for h in self.hand_scores if h.rank == rank and h.suit in ("", suit))
 
     def special_hand(self, rank: str) -> SpecialHand | None:
         return next((h for h in self.special_hands if h.rank == rank), None)
@@ -333,25 +414,40 @@ def unsupported(rules: RuleSet) -> list[str]:
     out: list[str] = []
     if rules.game != "adding":
         out.append(f"game {rules.game}")
-    if rules.end.kind is EndKind.ROUNDS:
-        out.append("end rounds")
+    rounds = rules.end.kind is EndKind.ROUNDS
     never = rules.tokens.out_when is OutWhen.NEVER
-    if rules.points and not (never and rules.tokens.start(2) > 0 and rules.end.target > 0):
-        out.append("end pointsTarget without tokens and outWhen never")
-    if never and not rules.points:
-        out.append("outWhen never without a points target")
+    if rounds and not (never and rules.end.target >= 0):
+        out.append("end rounds without outWhen never")
+    banked = never and rules.tokens.start(2) > 0 and rules.end.target > 0
+    counted = bool(rules.hand_scores) and rules.tokens.start(2) == 0 and rules.end.target > 0
+    if rules.points and not (banked or counted):
+        out.append("end pointsTarget without tokens and outWhen never, or hand scores without tokens")
+    if rules.hand_scores and not rules.scores:
+        out.append("hand scores without a points target or end rounds")
+    if rules.end.out_at_target and not rules.counts_hands:
+        out.append("outAtTarget without hand scores and a points target")
+    if any(h.rank not in {t.rank for t in rules.deck.cards} for h in rules.hand_scores):
+        out.append("hand scores of a rank the deck lacks")
+    if never and not rules.scores:
+        out.append("outWhen never without a points target or end rounds")
+    if any(t.points for t in rules.thresholds) and not rounds:
+        out.append("threshold points without end rounds")
+    if any(p.cross_take for p in rules.pairs) and not rounds:
+        out.append("pairs taking points without end rounds")
     if rules.thresholds and rules.tokens.out_when is OutWhen.NO_TOKENS:
         out.append("thresholds without outWhen cannotPay")
     if rules.over_limit is Limit.PLAY_AND_LOSE and not rules.thresholds:
         out.append("overLimit playAndLose without thresholds")
     if rules.tokens.per_loss != 1:
         out.append("tokens per loss")
-    if rules.floor is Floor.NEGATIVE:
-        out.append("negative totals")
     if rules.out_ends is LossEnds.PILE:
         out.append("outEnds pile")
     if rules.start.from_card and rules.loss_ends is LossEnds.PILE:
         out.append("start fromCard with lossEnds pile")
+    if rules.discard_count and (
+        rules.discard_count > rules.hand.size or all(t.rank != rules.discard_rank for t in rules.deck.cards)
+    ):
+        out.append("discard of a rank the deck lacks or more cards than a hand")
     if any(h.count < 1 or h.count > rules.hand.size for h in rules.special_hands):
         out.append("special hands larger than the hand")
     return out

@@ -36,17 +36,26 @@ HISTORY_LENGTH = 10
 class Phase(StrEnum):
     PLAYING = "playing"
     FINISHED = "finished"
+    # Every player owes one card to pass to their neighbour at once (``CardType.exchange``);
+    # ``Action.card_id`` names it. The exchange resolves when the last player has chosen.
+    EXCHANGE = "exchange"
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """The one player action, ``play`` (§8.2). Unused choice fields stay ``None``."""
+    """The one player action, ``play`` (§8.2). Unused choice fields stay ``None``.
+
+    ``discard`` (003's 2022 ONO 99 exchange, :mod:`.discard`): the cards given up for as many new
+    ones instead of a play; ``card_id`` is then the first of them.
+    """
 
     card_id: str
     sign: str | None = None  # "+" | "-"
     ace_value: int | None = None  # 1 | aceHigh
     joker_value: int | None = None
     dir: str | None = None  # "keep" | "reverse"
+    discard: tuple[str, ...] = ()
+    pair_card_id: str | None = None  # the second card of a pair (``RuleSet.pairs``)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"cardId": self.card_id}
@@ -58,6 +67,10 @@ class Action:
             out["jokerValue"] = self.joker_value
         if self.dir is not None:
             out["dir"] = self.dir
+        if self.discard:
+            out["discard"] = list(self.discard)
+        if self.pair_card_id is not None:
+            out["pairCardId"] = self.pair_card_id
         return out
 
 
@@ -148,6 +161,15 @@ class GameState:
     # Turns each player has played, counted up to ``RuleSet.locked_turns()``; empty without locked cards.
     turns_taken: dict[str, int] = field(default_factory=dict)
     special_end: str = ""  # the rank of the special hand that ended the game (held by ``current``)
+    # Cards ``current`` still owes this turn (003's Play 2, :mod:`.obligation`): 0, 2 or 1.
+    obligation: int = 0
+    # ``Phase.EXCHANGE``: the card each player has chosen to pass ("" not yet); empty otherwise.
+    passing: dict[str, str] = field(default_factory=dict)
+    # ``Phase.EXCHANGE``: who played the card that started it ("" otherwise); ``current`` is
+    # then the first player from them in seat order who still owes a card.
+    exchange_by: str = ""
+    # ``Phase.EXCHANGE``: the play that started it ended the round (the round ends once it resolves).
+    exchange_ends_round: bool = False
 
     def clone(self) -> GameState:
         """A copy whose containers can be changed without touching ``self``.
@@ -189,6 +211,10 @@ class GameState:
         c.score = self.score.copy()
         c.turns_taken = self.turns_taken.copy()
         c.special_end = self.special_end
+        c.obligation = self.obligation
+        c.passing = self.passing.copy()
+        c.exchange_by = self.exchange_by
+        c.exchange_ends_round = self.exchange_ends_round
         return c
 
     @property

@@ -12,11 +12,13 @@ from functools import lru_cache
 from typing import NoReturn
 
 from .cards import catalogue_of
+from .discard import discard_action
 from .errors import Reason, RuleError
 from .game import has_legal_play
+from .handscore import most_per_round
 from .options import CHOICES, MAX_PLAYERS, MIN_PLAYERS
 from .rng import MASK64, seed_commitment
-from .ruleset import Limit
+from .ruleset import EndKind, Floor, Limit
 from .state import HISTORY_LENGTH, SUPPORTED_STATE_VERSIONS, GameState, Phase
 
 # The latest turn start (ms since epoch) whose deadline, after the longest turn, is still a
@@ -29,6 +31,9 @@ MAX_TURN_START_MS = 2**53 - 1 - max(s for s in CHOICES["turn_seconds"][1] if isi
 # few thousand of either.
 MAX_SEQ = 2**53 - 1
 MAX_ROUND_BEFORE_A_MOVE = 2**32 - 1 - 1000
+# A game of rounds (EndKind.ROUNDS) scores at most a few dozen points a round, over at most
+# MAX_ROUNDS rounds (the ``rounds`` override): the protocol's score bound.
+MAX_ROUNDS_SCORE = 200
 
 
 def _bad(detail: str) -> RuleError:
@@ -69,11 +74,18 @@ def validate_state(s: GameState) -> None:
     ):
         raise _bad("history names a card or player not in this game")
     # A game ended by a play over the limit (Limit.PLAY_AND_LOSE) keeps that play's total.
+    # So does an exchange that play started, until it resolves and the round ends.
     over_at_end = (
-        s.phase is Phase.FINISHED and rules.over_limit is Limit.PLAY_AND_LOSE and s.total > rules.limit
+        (s.phase is Phase.FINISHED or s.exchange_ends_round)
+        and rules.over_limit is Limit.PLAY_AND_LOSE
+        and s.total > rules.limit
     )
-    if not 0 <= s.total <= 99 and not over_at_end:
-        raise _bad(f"total {s.total} out of 0..99")
+    lowest = -rules.limit if rules.floor is Floor.NEGATIVE else 0
+    if not lowest <= s.total <= 99 and not over_at_end:
+        raise _bad(f"total {s.total} out of {lowest}..99")
+    # 003's Play 2: the cards still owed this turn (none once the game is over).
+    if s.obligation not in (0, 1, 2) or (s.obligation and s.phase is Phase.FINISHED):
+        raise _bad(f"obligation {s.obligation}")
     if s.direction not in (1, -1):
         raise _bad(f"direction {s.direction}")
     if not 1 <= s.hand_size <= 10:
@@ -114,9 +126,12 @@ def validate_state(s: GameState) -> None:
     if s.phase is Phase.PLAYING:
         if alive_count < 2:
             raise _bad("a game in play needs two live players")
-        if not has_legal_play(s, s.current):
+        if not has_legal_play(s, s.current) and discard_action(s, s.current) is None:
             raise _bad("current player has no legal play")
-    elif alive_count != 1 and not (s.special_end or points):
+    elif s.phase is Phase.EXCHANGE:
+        if alive_count < 2:
+            raise _bad("a game in play needs two live players")
+    elif alive_count != 1 and not (s.special_end or rules.scores):
         raise _bad("a finished game has exactly one survivor")
     if s.round < 1 or s.seq < 0 or s.turn_started_at < 0:
         raise _bad("round, seq and turnStartedAt must be positive")
@@ -133,15 +148,20 @@ def validate_state(s: GameState) -> None:
 def _check_rule_set_records(s: GameState, seats: set[str]) -> None:
     """The score, the turn counts and the special-hand ending agree with the rule set."""
     rules = s.rules
-    if rules.points:
+    if rules.scores:
         if s.score.keys() != seats:
             raise _bad("score does not match the seats")
         # a score below the target gains at most one round's points before the game ends
         most = rules.end.target - 1 + (s.start_lives if s.phase is Phase.FINISHED else 0)
+        if rules.end.kind is EndKind.ROUNDS:
+            most = MAX_ROUNDS_SCORE
+        if rules.counts_hands:  # counted hands: a score under the target gains at most one round's
+            most = rules.end.target - 1 + most_per_round(rules)
         if not all(0 <= v <= most for v in s.score.values()):
             raise _bad("score out of range")
     elif s.score:
         raise _bad("score without game points")
+    _check_exchange(s, seats)
     locked = rules.locked_turns()
     if s.turns_taken.keys() != (seats if locked else set()):
         raise _bad("turnsTaken does not match the seats")
@@ -149,6 +169,23 @@ def _check_rule_set_records(s: GameState, seats: set[str]) -> None:
         raise _bad("turnsTaken out of range")
     if s.special_end and (s.phase is not Phase.FINISHED or rules.special_hand(s.special_end) is None):
         raise _bad(f"specialEnd {s.special_end[:8]!r}")
+
+
+def _check_exchange(s: GameState, seats: set[str]) -> None:
+    """The exchange phase's choices: live players holding cards, each chosen card in its hand."""
+    if s.phase is not Phase.EXCHANGE:
+        if s.passing or s.exchange_by or s.exchange_ends_round:
+            raise _bad("exchange fields outside the exchange phase")
+        return
+    if s.exchange_by not in s.passing or not s.passing.keys() <= seats or len(s.passing) < 2:
+        raise _bad("exchange players")
+    for p, cid in s.passing.items():
+        if not s.alive[p] or not s.hands[p] or (cid and cid not in s.hands[p]):
+            raise _bad(f"exchange choice of {p}")
+    if all(s.passing.values()) or s.current not in s.passing or s.passing[s.current]:
+        raise _bad("exchange current")
+    if s.rules.end.kind is EndKind.ROUNDS and s.round > (s.rules.end.target or len(s.seats)):
+        raise _bad("round after the last")
 
 
 def check_room_for_a_move(s: GameState) -> None:

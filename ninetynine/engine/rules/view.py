@@ -2,16 +2,20 @@
 
 ``public_view`` is what everyone sees; ``player_view`` adds the viewer's own hand with,
 per card, every choice, its resulting total and whether (and why) it is refused, plus
-the ready-to-send legal plays (``private_view`` is that addition alone). Never included:
-another player's hand, the draw order, the RNG state, an eliminated player's cards, or the
-seed before the game is over.
+the ready-to-send legal plays, pair plays included (``private_view`` is that addition alone).
+In the exchange phase a player sees the card they chose to pass, and everyone sees only who
+has chosen. Never included: another player's hand, the draw order, the RNG state, an eliminated
+player's cards, a card passed in an exchange, or the seed before the game is over.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import exchange
+from .discard import discard_action
 from .game import card_choices, card_of, game_result
+from .pairs import pair_choices
 from .ruleset import Op
 from .state import GameState, Phase
 
@@ -42,6 +46,8 @@ def public_view(s: GameState) -> dict[str, Any]:
                 "livesLost": s.lives_lost[p],
                 "eliminatedAtRound": s.eliminated_round.get(p),
                 **({"score": s.score[p]} if s.score else {}),
+                # the exchange phase: whether the player has chosen the card to pass, never which
+                **({"passed": bool(s.passing[p])} if p in s.passing else {}),
             }
             for i, p in enumerate(s.seats)
         ],
@@ -53,6 +59,8 @@ def public_view(s: GameState) -> dict[str, Any]:
     }
     if s.preset is not None:
         view["rules"] = s.preset.name
+    if s.obligation:
+        view["obligation"] = s.obligation
     if finished:
         view["seed"] = str(s.seed)
         view["result"] = game_result(s).to_dict()
@@ -71,6 +79,8 @@ def private_view(s: GameState, viewer: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {"viewer": viewer}
     if viewer is None or viewer not in s.hands:
         return view
+    if s.phase is Phase.EXCHANGE:
+        return {**view, **_exchange_view(s, viewer)}
     my_turn = s.phase is Phase.PLAYING and s.current == viewer
     hand: list[dict[str, Any]] = []
     legal_plays: list[dict[str, Any]] = []
@@ -97,7 +107,36 @@ def private_view(s: GameState, viewer: str | None) -> dict[str, Any]:
         hand.append(entry)
         if my_turn:
             legal_plays += [{"action": c.action.to_dict(), "result": c.result} for c in choices if c.legal]
+    swap = discard_action(s, viewer) if my_turn else None
+    if swap is not None:  # 003's exchange of four ONO 99 cards is a legal move too
+        legal_plays.append({"action": swap.to_dict(), "result": s.total})
+    if my_turn and s.rules.pairs:
+        legal_plays += [
+            {"action": c.action.to_dict(), "result": c.result}
+            for _, _, c in pair_choices(s, viewer)
+            if c.legal
+        ]
     view["hand"] = hand
     view["myTurn"] = my_turn
     view["legalPlays"] = legal_plays
+    return view
+
+
+def _exchange_view(s: GameState, viewer: str) -> dict[str, Any]:
+    """The exchange phase: each card of the hand is a pass while the viewer owes one; the card
+    chosen is shown to the viewer alone (``passing``)."""
+    owes = exchange.owes(s, viewer)
+    hand = []
+    for cid in s.hands[viewer]:
+        choice = {"action": {"cardId": cid}, "result": s.total, "legal": owes, "reason": None}
+        hand.append({"card": card_of(s, cid).to_dict(), "playable": owes, "choices": [choice]})
+    view: dict[str, Any] = {
+        "hand": hand,
+        "myTurn": owes,
+        "legalPlays": [{"action": {"cardId": cid}, "result": s.total} for cid in s.hands[viewer]]
+        if owes
+        else [],
+    }
+    if s.passing.get(viewer):
+        view["passing"] = s.passing[viewer]
     return view

@@ -341,6 +341,7 @@ class TimeoutResponse(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
     TRICK_MOVES_FIELD_NUMBER: _builtins.int
+    EXCHANGE_MOVES_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """The player who was moved for."""
     @_builtins.property
@@ -357,6 +358,13 @@ class TimeoutResponse(_message.Message):
         the deadline and is moved for at once; `player_id` and `action` are the first move.
         """
 
+    @_builtins.property
+    def exchange_moves(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExchangeMove]:
+        """Adding game, the exchange phase (paranoia): every player who has not chosen the card to
+        pass shares the deadline and is moved for at once, in order; `player_id` and `action` are
+        the first move.
+        """
+
     def __init__(
         self,
         *,
@@ -365,14 +373,40 @@ class TimeoutResponse(_message.Message):
         state: _state_pb2.State | None = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
         trick_moves: _abc.Iterable[_trick_pb2.TrickMove] | None = ...,
+        exchange_moves: _abc.Iterable[Global___ExchangeMove] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "player_id", b"player_id", "state", b"state", "trick_moves", b"trick_moves"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "exchange_moves", b"exchange_moves", "player_id", b"player_id", "state", b"state", "trick_moves", b"trick_moves"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TimeoutResponse: _TypeAlias = TimeoutResponse  # noqa: Y015
+
+@_typing.final
+class ExchangeMove(_message.Message):
+    """A pass the engine chose for a player in the exchange phase (TimeoutResponse.exchange_moves)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    @_builtins.property
+    def action(self) -> _game_pb2.Action: ...
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        action: _game_pb2.Action | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExchangeMove: _TypeAlias = ExchangeMove  # noqa: Y015
 
 @_typing.final
 class ApplyManyRequest(_message.Message):

@@ -152,6 +152,10 @@ class Event(_message.Message):
     ROUND_SCORED_FIELD_NUMBER: _builtins.int
     START_CARD_FIELD_NUMBER: _builtins.int
     SPECIAL_HAND_FIELD_NUMBER: _builtins.int
+    OBLIGATION_PASSED_FIELD_NUMBER: _builtins.int
+    SECOND_CARD_OWED_FIELD_NUMBER: _builtins.int
+    CARDS_DISCARDED_FIELD_NUMBER: _builtins.int
+    HAND_SCORED_FIELD_NUMBER: _builtins.int
     TRICK_GAME_STARTED_FIELD_NUMBER: _builtins.int
     DEAL_STARTED_FIELD_NUMBER: _builtins.int
     TRICK_HAND_DEALT_FIELD_NUMBER: _builtins.int
@@ -166,6 +170,11 @@ class Event(_message.Message):
     TRICK_WON_FIELD_NUMBER: _builtins.int
     DEAL_SCORED_FIELD_NUMBER: _builtins.int
     TRICK_GAME_FINISHED_FIELD_NUMBER: _builtins.int
+    PAIR_PLAYED_FIELD_NUMBER: _builtins.int
+    EXCHANGE_STARTED_FIELD_NUMBER: _builtins.int
+    PASS_CHOSEN_FIELD_NUMBER: _builtins.int
+    EXCHANGE_DONE_FIELD_NUMBER: _builtins.int
+    POINTS_SCORED_FIELD_NUMBER: _builtins.int
     audience: Global___Audience.ValueType
     player_id: _builtins.str
     """The player an ONLY / EXCEPT audience refers to; empty for ALL."""
@@ -206,6 +215,16 @@ class Event(_message.Message):
     @_builtins.property
     def special_hand(self) -> Global___SpecialHand: ...
     @_builtins.property
+    def obligation_passed(self) -> Global___OnoObligationPassed:
+        """003's ONO 99 events."""
+
+    @_builtins.property
+    def second_card_owed(self) -> Global___OnoSecondCardOwed: ...
+    @_builtins.property
+    def cards_discarded(self) -> Global___OnoCardsDiscarded: ...
+    @_builtins.property
+    def hand_scored(self) -> Global___HandScored: ...
+    @_builtins.property
     def trick_game_started(self) -> _trick_pb2.TrickGameStarted:
         """The trick game's events (trick.proto), in the order a match sends them."""
 
@@ -235,6 +254,18 @@ class Event(_message.Message):
     def deal_scored(self) -> _trick_pb2.DealScored: ...
     @_builtins.property
     def trick_game_finished(self) -> _trick_pb2.TrickGameFinished: ...
+    @_builtins.property
+    def pair_played(self) -> Global___PairPlayed:
+        """Paranoia's pairs, exchanges and points (70-79)."""
+
+    @_builtins.property
+    def exchange_started(self) -> Global___ExchangeStarted: ...
+    @_builtins.property
+    def pass_chosen(self) -> Global___PassChosen: ...
+    @_builtins.property
+    def exchange_done(self) -> Global___ExchangeDone: ...
+    @_builtins.property
+    def points_scored(self) -> Global___PointsScored: ...
     def __init__(
         self,
         *,
@@ -258,6 +289,10 @@ class Event(_message.Message):
         round_scored: Global___RoundScored | None = ...,
         start_card: Global___StartCard | None = ...,
         special_hand: Global___SpecialHand | None = ...,
+        obligation_passed: Global___OnoObligationPassed | None = ...,
+        second_card_owed: Global___OnoSecondCardOwed | None = ...,
+        cards_discarded: Global___OnoCardsDiscarded | None = ...,
+        hand_scored: Global___HandScored | None = ...,
         trick_game_started: _trick_pb2.TrickGameStarted | None = ...,
         deal_started: _trick_pb2.DealStarted | None = ...,
         trick_hand_dealt: _trick_pb2.TrickHandDealt | None = ...,
@@ -272,12 +307,17 @@ class Event(_message.Message):
         trick_won: _trick_pb2.TrickWon | None = ...,
         deal_scored: _trick_pb2.DealScored | None = ...,
         trick_game_finished: _trick_pb2.TrickGameFinished | None = ...,
+        pair_played: Global___PairPlayed | None = ...,
+        exchange_started: Global___ExchangeStarted | None = ...,
+        pass_chosen: Global___PassChosen | None = ...,
+        exchange_done: Global___ExchangeDone | None = ...,
+        points_scored: Global___PointsScored | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "cards_discarded", b"cards_discarded", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "exchange_done", b"exchange_done", "exchange_started", b"exchange_started", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "hand_scored", b"hand_scored", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "obligation_passed", b"obligation_passed", "pair_played", b"pair_played", "pass_chosen", b"pass_chosen", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "points_scored", b"points_scored", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "second_card_owed", b"second_card_owed", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "audience", b"audience", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["announced", b"announced", "audience", b"audience", "bid_placed", b"bid_placed", "bid_revealed", b"bid_revealed", "bidding_started", b"bidding_started", "bonus", b"bonus", "card_drawn", b"card_drawn", "card_played", b"card_played", "cards_discarded", b"cards_discarded", "deal_scored", b"deal_scored", "deal_started", b"deal_started", "direction_changed", b"direction_changed", "eliminated", b"eliminated", "exchange_done", b"exchange_done", "exchange_started", b"exchange_started", "game_finished", b"game_finished", "game_started", b"game_started", "hand_dealt", b"hand_dealt", "hand_scored", b"hand_scored", "life_lost", b"life_lost", "no_declarer", b"no_declarer", "obligation_passed", b"obligation_passed", "pair_played", b"pair_played", "pass_chosen", b"pass_chosen", "passed", b"passed", "payload", b"payload", "play_again", b"play_again", "player_id", b"player_id", "points_scored", b"points_scored", "reshuffled", b"reshuffled", "round_scored", b"round_scored", "round_started", b"round_started", "second_card_owed", b"second_card_owed", "special_hand", b"special_hand", "start_card", b"start_card", "tokens_paid", b"tokens_paid", "trick_card_played", b"trick_card_played", "trick_game_finished", b"trick_game_finished", "trick_game_started", b"trick_game_started", "trick_hand_dealt", b"trick_hand_dealt", "trick_turn_started", b"trick_turn_started", "trick_won", b"trick_won", "turn_skipped", b"turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid", "bonus", "round_scored", "start_card", "special_hand", "trick_game_started", "deal_started", "trick_hand_dealt", "bidding_started", "bid_placed", "trick_turn_started", "announced", "passed", "no_declarer", "trick_card_played", "bid_revealed", "trick_won", "deal_scored", "trick_game_finished"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["game_started", "hand_dealt", "round_started", "turn_started", "card_played", "direction_changed", "card_drawn", "reshuffled", "life_lost", "eliminated", "game_finished", "turn_skipped", "play_again", "tokens_paid", "bonus", "round_scored", "start_card", "special_hand", "obligation_passed", "second_card_owed", "cards_discarded", "hand_scored", "trick_game_started", "deal_started", "trick_hand_dealt", "bidding_started", "bid_placed", "trick_turn_started", "announced", "passed", "no_declarer", "trick_card_played", "bid_revealed", "trick_won", "deal_scored", "trick_game_finished", "pair_played", "exchange_started", "pass_chosen", "exchange_done", "points_scored"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
@@ -887,3 +927,281 @@ class SpecialHand(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SpecialHand: _TypeAlias = SpecialHand  # noqa: Y015
+
+@_typing.final
+class OnoObligationPassed(_message.Message):
+    """003's Play 2: `player_id` now owes two cards this turn, because of `by`'s card (a Play 2, or a
+    Reverse / Hold / Play 2 that passed the debt on).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    by: _builtins.str
+    cards: _builtins.int
+    """Always 2: the debt is never more than two cards."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        by: _builtins.str = ...,
+        cards: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "cards", b"cards", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OnoObligationPassed: _TypeAlias = OnoObligationPassed  # noqa: Y015
+
+@_typing.final
+class OnoSecondCardOwed(_message.Message):
+    """003's Play 2: the player played the first of two owed cards, drew, and now plays the second."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OnoSecondCardOwed: _TypeAlias = OnoSecondCardOwed  # noqa: Y015
+
+@_typing.final
+class OnoCardsDiscarded(_message.Message):
+    """003's exchange: the player discarded these cards face up (four ONO 99s) and draws as many."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.Card]: ...
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        cards: _abc.Iterable[_game_pb2.Card] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OnoCardsDiscarded: _TypeAlias = OnoCardsDiscarded  # noqa: Y015
+
+@_typing.final
+class PairPlayed(_message.Message):
+    """A pair was played (after its cardPlayed, which names the first card): both cards, public."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    before: _builtins.int
+    total: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.Card]: ...
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        cards: _abc.Iterable[_game_pb2.Card] | None = ...,
+        before: _builtins.int = ...,
+        total: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["before", b"before", "cards", b"cards", "player_id", b"player_id", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PairPlayed: _TypeAlias = PairPlayed  # noqa: Y015
+
+@_typing.final
+class ExchangeStarted(_message.Message):
+    """An exchange began: every player in `players` owes the card they pass to their neighbour in
+    `direction`, by `deadline` (public).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BY_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    DIRECTION_FIELD_NUMBER: _builtins.int
+    DEADLINE_MS_FIELD_NUMBER: _builtins.int
+    by: _builtins.str
+    """Who played the card that started it."""
+    direction: _game_pb2.Direction.ValueType
+    deadline_ms: _builtins.int
+    @_builtins.property
+    def players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Who takes part, in seat order from `by`."""
+
+    def __init__(
+        self,
+        *,
+        by: _builtins.str = ...,
+        players: _abc.Iterable[_builtins.str] | None = ...,
+        direction: _game_pb2.Direction.ValueType = ...,
+        deadline_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "deadline_ms", b"deadline_ms", "direction", b"direction", "players", b"players"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExchangeStarted: _TypeAlias = ExchangeStarted  # noqa: Y015
+
+@_typing.final
+class PassChosen(_message.Message):
+    """A player chose the card to pass (public: never which card)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    SEQ_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    seq: _builtins.int
+    """The state's seq after this choice."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        seq: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "seq", b"seq"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PassChosen: _TypeAlias = PassChosen  # noqa: Y015
+
+@_typing.final
+class ExchangeDone(_message.Message):
+    """The exchange resolved, for one player (audience ONLY that player): the card they gave and the
+    card they got. Each passed card is seen only by the two players it went between.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    GAVE_FIELD_NUMBER: _builtins.int
+    TO_PLAYER_FIELD_NUMBER: _builtins.int
+    RECEIVED_FIELD_NUMBER: _builtins.int
+    FROM_PLAYER_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    to_player: _builtins.str
+    """Who got it."""
+    from_player: _builtins.str
+    """Who gave it."""
+    @_builtins.property
+    def gave(self) -> _game_pb2.Card: ...
+    @_builtins.property
+    def received(self) -> _game_pb2.Card: ...
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        gave: _game_pb2.Card | None = ...,
+        to_player: _builtins.str = ...,
+        received: _game_pb2.Card | None = ...,
+        from_player: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["gave", b"gave", "received", b"received"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_player", b"from_player", "gave", b"gave", "player_id", b"player_id", "received", b"received", "to_player", b"to_player"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExchangeDone: _TypeAlias = ExchangeDone  # noqa: Y015
+
+@_typing.final
+class PointsScored(_message.Message):
+    """A crossing scored game points (paranoia; public)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    AT_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    points: _builtins.int
+    """The change made to the score (a score never goes below 0)."""
+    score: _builtins.int
+    """The score after it."""
+    at: _builtins.int
+    """The threshold crossed."""
+    by: _builtins.str
+    """Who made the play."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        points: _builtins.int = ...,
+        score: _builtins.int = ...,
+        at: _builtins.int = ...,
+        by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "by", b"by", "player_id", b"player_id", "points", b"points", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PointsScored: _TypeAlias = PointsScored  # noqa: Y015
+
+@_typing.final
+class HandScored(_message.Message):
+    """A hand was counted into its player's score (RuleSet.hand_scores), public: the cards are laid
+    down. 003's points versions: when the player went out of the round (with the round's out
+    points) or at the round's end. Paranoia: at a round's end, the penalty cards left in the hand.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    points: _builtins.int
+    """What they count (paranoia's penalty cards are negative; a score never goes below 0)."""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The cards counted (ids)."""
+
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        points: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "player_id", b"player_id", "points", b"points"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandScored: _TypeAlias = HandScored  # noqa: Y015

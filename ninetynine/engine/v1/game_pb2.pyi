@@ -170,6 +170,10 @@ class _CardKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CardKind.Val
     """The total becomes the card's set-to number (presets only; e.g. 004 part II's 9 sets 0)."""
     CARD_KIND_DOUBLE_HALVE: _CardKind.ValueType  # 11
     """Doubles or halves the total, depending on it (presets only; 002's online 2)."""
+    CARD_KIND_ONO99: _CardKind.ValueType  # 12
+    """003's ONO 99 card: never played (no choices), shown as dead."""
+    CARD_KIND_PLAY_TWO: _CardKind.ValueType  # 13
+    """003's Play 2 (1980: Double Play): the next player owes two cards."""
 
 class CardKind(_CardKind, metaclass=_CardKindEnumTypeWrapper):
     """What a card does (spec §8.1 NNCard.kind)."""
@@ -198,6 +202,10 @@ CARD_KIND_SET: CardKind.ValueType  # 10
 """The total becomes the card's set-to number (presets only; e.g. 004 part II's 9 sets 0)."""
 CARD_KIND_DOUBLE_HALVE: CardKind.ValueType  # 11
 """Doubles or halves the total, depending on it (presets only; 002's online 2)."""
+CARD_KIND_ONO99: CardKind.ValueType  # 12
+"""003's ONO 99 card: never played (no choices), shown as dead."""
+CARD_KIND_PLAY_TWO: CardKind.ValueType  # 13
+"""003's Play 2 (1980: Double Play): the next player owes two cards."""
 Global___CardKind: _TypeAlias = CardKind  # noqa: Y015
 
 class _Sign:
@@ -417,15 +425,25 @@ class Action(_message.Message):
     JOKER_VALUE_FIELD_NUMBER: _builtins.int
     DIR_FIELD_NUMBER: _builtins.int
     TRICK_FIELD_NUMBER: _builtins.int
+    DISCARD_FIELD_NUMBER: _builtins.int
+    PAIR_CARD_ID_FIELD_NUMBER: _builtins.int
     card_id: _builtins.str
     """The card to play; must be in the player's hand."""
     sign: Global___Sign.ValueType
     ace_value: _builtins.int
     joker_value: _builtins.int
     dir: Global___DirectionChoice.ValueType
+    pair_card_id: _builtins.str
+    """The second card of a pair played with `card_id` (RuleSet.pairs, e.g. paranoia's 3-3)."""
     @_builtins.property
     def trick(self) -> _trick_pb2.TrickAction:
         """A trick-game decision (bid, announce, pass, play); the fields above stay unset then."""
+
+    @_builtins.property
+    def discard(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """003's exchange instead of a play: the four ONO 99 cards given up for four new ones
+        (`card_id` is the first of them).
+        """
 
     def __init__(
         self,
@@ -436,19 +454,25 @@ class Action(_message.Message):
         joker_value: _builtins.int | None = ...,
         dir: Global___DirectionChoice.ValueType = ...,
         trick: _trick_pb2.TrickAction | None = ...,
+        discard: _abc.Iterable[_builtins.str] | None = ...,
+        pair_card_id: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "joker_value", b"joker_value", "trick", b"trick"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "_pair_card_id", b"_pair_card_id", "ace_value", b"ace_value", "joker_value", b"joker_value", "pair_card_id", b"pair_card_id", "trick", b"trick"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "ace_value", b"ace_value", "card_id", b"card_id", "dir", b"dir", "joker_value", b"joker_value", "sign", b"sign", "trick", b"trick"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value", "_joker_value", b"_joker_value", "_pair_card_id", b"_pair_card_id", "ace_value", b"ace_value", "card_id", b"card_id", "dir", b"dir", "discard", b"discard", "joker_value", b"joker_value", "pair_card_id", b"pair_card_id", "sign", b"sign", "trick", b"trick"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ace_value: _TypeAlias = _typing.Literal["ace_value"]  # noqa: Y015
     _WhichOneofArgType__ace_value: _TypeAlias = _typing.Literal["_ace_value", b"_ace_value"]  # noqa: Y015
     _WhichOneofReturnType__joker_value: _TypeAlias = _typing.Literal["joker_value"]  # noqa: Y015
     _WhichOneofArgType__joker_value: _TypeAlias = _typing.Literal["_joker_value", b"_joker_value"]  # noqa: Y015
+    _WhichOneofReturnType__pair_card_id: _TypeAlias = _typing.Literal["pair_card_id"]  # noqa: Y015
+    _WhichOneofArgType__pair_card_id: _TypeAlias = _typing.Literal["_pair_card_id", b"_pair_card_id"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__ace_value) -> _WhichOneofReturnType__ace_value | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__joker_value) -> _WhichOneofReturnType__joker_value | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pair_card_id) -> _WhichOneofReturnType__pair_card_id | None: ...
 
 Global___Action: _TypeAlias = Action  # noqa: Y015
 

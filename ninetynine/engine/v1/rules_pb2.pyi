@@ -36,6 +36,8 @@ class _TurnEffectEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TurnEffect
     """The next player loses their turn."""
     TURN_EFFECT_PLAY_AGAIN: _TurnEffect.ValueType  # 4
     """The same player plays again."""
+    TURN_EFFECT_PLAY_TWO: _TurnEffect.ValueType  # 5
+    """The next player owes two cards this turn (003's Play 2)."""
 
 class TurnEffect(_TurnEffect, metaclass=_TurnEffectEnumTypeWrapper):
     """A rule set as data: the message form of ninetynine/engine/rules/ruleset.py's RuleSet.
@@ -58,6 +60,8 @@ TURN_EFFECT_SKIP: TurnEffect.ValueType  # 3
 """The next player loses their turn."""
 TURN_EFFECT_PLAY_AGAIN: TurnEffect.ValueType  # 4
 """The same player plays again."""
+TURN_EFFECT_PLAY_TWO: TurnEffect.ValueType  # 5
+"""The next player owes two cards this turn (003's Play 2)."""
 Global___TurnEffect: _TypeAlias = TurnEffect  # noqa: Y015
 
 class _PlayOp:
@@ -109,6 +113,8 @@ class _PlayWhenEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PlayWhen.Val
     PLAY_WHEN_NOT_EVEN_OVER_49: _PlayWhen.ValueType  # 3
     PLAY_WHEN_EVEN: _PlayWhen.ValueType  # 4
     PLAY_WHEN_ODD: _PlayWhen.ValueType  # 5
+    PLAY_WHEN_ENDS_IN_ZERO: _PlayWhen.ValueType  # 6
+    """The total ends in 0 (003's 1980 optional rule)."""
 
 class PlayWhen(_PlayWhen, metaclass=_PlayWhenEnumTypeWrapper):
     """The condition on the total under which a play applies (ruleset.When)."""
@@ -120,6 +126,8 @@ PLAY_WHEN_EVEN_OVER_49: PlayWhen.ValueType  # 2
 PLAY_WHEN_NOT_EVEN_OVER_49: PlayWhen.ValueType  # 3
 PLAY_WHEN_EVEN: PlayWhen.ValueType  # 4
 PLAY_WHEN_ODD: PlayWhen.ValueType  # 5
+PLAY_WHEN_ENDS_IN_ZERO: PlayWhen.ValueType  # 6
+"""The total ends in 0 (003's 1980 optional rule)."""
 Global___PlayWhen: _TypeAlias = PlayWhen  # noqa: Y015
 
 class _DeckStyle:
@@ -428,6 +436,8 @@ class RulePlay(_message.Message):
     WHEN_FIELD_NUMBER: _builtins.int
     LO_FIELD_NUMBER: _builtins.int
     HI_FIELD_NUMBER: _builtins.int
+    PASSES_OBLIGATION_FIELD_NUMBER: _builtins.int
+    NOT_FIRST_OF_TWO_FIELD_NUMBER: _builtins.int
     op: Global___PlayOp.ValueType
     amount: _builtins.int
     effect: Global___TurnEffect.ValueType
@@ -437,6 +447,12 @@ class RulePlay(_message.Message):
     lo: _builtins.int
     """PICK: the range a player may name."""
     hi: _builtins.int
+    passes_obligation: _builtins.bool
+    """Played as the first of two owed cards, it is the only one and the next player owes two
+    (not with two players left when `two_players` is set).
+    """
+    not_first_of_two: _builtins.bool
+    """It may not be the first of two owed cards."""
     @_builtins.property
     def select(self) -> Global___PlaySelect:
         """Unset when it is the card's only play."""
@@ -452,10 +468,12 @@ class RulePlay(_message.Message):
         when: Global___PlayWhen.ValueType = ...,
         lo: _builtins.int = ...,
         hi: _builtins.int = ...,
+        passes_obligation: _builtins.bool = ...,
+        not_first_of_two: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["select", b"select"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount", b"amount", "effect", b"effect", "hi", b"hi", "lo", b"lo", "op", b"op", "select", b"select", "two_players", b"two_players", "when", b"when"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount", b"amount", "effect", b"effect", "hi", b"hi", "lo", b"lo", "not_first_of_two", b"not_first_of_two", "op", b"op", "passes_obligation", b"passes_obligation", "select", b"select", "two_players", b"two_players", "when", b"when"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -475,6 +493,8 @@ class RuleCardType(_message.Message):
     ID_PREFIX_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     LOCKED_TURNS_FIELD_NUMBER: _builtins.int
+    CROSS_POINTS_FIELD_NUMBER: _builtins.int
+    EXCHANGE_FIELD_NUMBER: _builtins.int
     rank: _builtins.str
     """The face for numbered decks, the rank for French decks ("10")."""
     kind: _game_pb2.CardKind.ValueType
@@ -488,9 +508,17 @@ class RuleCardType(_message.Message):
     """Numbered decks: cards of this type in one deck."""
     locked_turns: _builtins.int
     """It may not be played in the player's first `locked_turns` turns."""
+    cross_points: _builtins.int
+    """Game points a crossing made with this card scores instead of the threshold's (paranoia's
+    Jack -1, Queen -2); absent: the threshold's own.
+    """
+    exchange: _builtins.bool
+    """Played, the player draws one more card and every player passes one card to their
+    neighbour in the direction of play (paranoia's 2 and King).
+    """
     @_builtins.property
     def plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___RulePlay]:
-        """Every way to play it (none: it can never be played)."""
+        """Every way to play it (none: it can never be played, e.g. 003's ONO 99)."""
 
     def __init__(
         self,
@@ -503,14 +531,55 @@ class RuleCardType(_message.Message):
         id_prefix: _builtins.str = ...,
         count: _builtins.int = ...,
         locked_turns: _builtins.int = ...,
+        cross_points: _builtins.int | None = ...,
+        exchange: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points", "cross_points", b"cross_points"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "id_prefix", b"id_prefix", "kind", b"kind", "locked_turns", b"locked_turns", "plays", b"plays", "rank", b"rank", "timeout_class", b"timeout_class", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points", "count", b"count", "cross_points", b"cross_points", "exchange", b"exchange", "id_prefix", b"id_prefix", "kind", b"kind", "locked_turns", b"locked_turns", "plays", b"plays", "rank", b"rank", "timeout_class", b"timeout_class", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__cross_points: _TypeAlias = _typing.Literal["cross_points"]  # noqa: Y015
+    _WhichOneofArgType__cross_points: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cross_points) -> _WhichOneofReturnType__cross_points | None: ...
 
 Global___RuleCardType: _TypeAlias = RuleCardType  # noqa: Y015
+
+@_typing.final
+class RulePair(_message.Message):
+    """Two cards of `rank` played together as one play (ruleset.Pair: paranoia's 3-3, 6-6, 9-9, K-K)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANK_FIELD_NUMBER: _builtins.int
+    PLAYS_FIELD_NUMBER: _builtins.int
+    CROSS_POINTS_FIELD_NUMBER: _builtins.int
+    CROSS_TAKE_FIELD_NUMBER: _builtins.int
+    rank: _builtins.str
+    cross_points: _builtins.int
+    """Replaces the threshold's points at a crossing made with the pair."""
+    cross_take: _builtins.int
+    """At each crossing, the player takes this many points from every other player instead."""
+    @_builtins.property
+    def plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___RulePlay]:
+        """Every way to play the pair, chosen like a card's."""
+
+    def __init__(
+        self,
+        *,
+        rank: _builtins.str = ...,
+        plays: _abc.Iterable[Global___RulePlay] | None = ...,
+        cross_points: _builtins.int | None = ...,
+        cross_take: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points", "cross_points", b"cross_points"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points", "cross_points", b"cross_points", "cross_take", b"cross_take", "plays", b"plays", "rank", b"rank"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cross_points: _TypeAlias = _typing.Literal["cross_points"]  # noqa: Y015
+    _WhichOneofArgType__cross_points: _TypeAlias = _typing.Literal["_cross_points", b"_cross_points"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cross_points) -> _WhichOneofReturnType__cross_points | None: ...
+
+Global___RulePair: _TypeAlias = RulePair  # noqa: Y015
 
 @_typing.final
 class RuleDeck(_message.Message):
@@ -609,6 +678,34 @@ class RuleStart(_message.Message):
 Global___RuleStart: _TypeAlias = RuleStart  # noqa: Y015
 
 @_typing.final
+class HandScore(_message.Message):
+    """What one card of `rank` left in a hand at a round's end scores (ruleset.HandScore)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANK_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    SUIT_FIELD_NUMBER: _builtins.int
+    rank: _builtins.str
+    points: _builtins.int
+    suit: _builtins.str
+    """Empty: any suit."""
+    def __init__(
+        self,
+        *,
+        rank: _builtins.str = ...,
+        points: _builtins.int = ...,
+        suit: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["points", b"points", "rank", b"rank", "suit", b"suit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandScore: _TypeAlias = HandScore  # noqa: Y015
+
+@_typing.final
 class RuleSpecialHand(_message.Message):
     """`count` cards of `rank` in one hand end the game at once (ruleset.SpecialHand)."""
 
@@ -681,12 +778,15 @@ class RuleThreshold(_message.Message):
     OTHERS_PAY_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     ENDS_ROUND_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
     at: _builtins.int
     reach: Global___Reach.ValueType
     from_below_only: _builtins.bool
     others_pay: _builtins.bool
     tokens: _builtins.int
     ends_round: _builtins.bool
+    points: _builtins.int
+    """Game points the player who reaches or crosses it scores (END_KIND_ROUNDS)."""
     def __init__(
         self,
         *,
@@ -696,10 +796,11 @@ class RuleThreshold(_message.Message):
         others_pay: _builtins.bool = ...,
         tokens: _builtins.int = ...,
         ends_round: _builtins.bool = ...,
+        points: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "ends_round", b"ends_round", "from_below_only", b"from_below_only", "others_pay", b"others_pay", "reach", b"reach", "tokens", b"tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "ends_round", b"ends_round", "from_below_only", b"from_below_only", "others_pay", b"others_pay", "points", b"points", "reach", b"reach", "tokens", b"tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -707,26 +808,30 @@ Global___RuleThreshold: _TypeAlias = RuleThreshold  # noqa: Y015
 
 @_typing.final
 class RuleEnd(_message.Message):
-    """How the game ends (ruleset.End)."""
+    """How the game ends (ruleset.End). END_KIND_ROUNDS: `target` rounds (0: one per player)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
     TARGET_FIELD_NUMBER: _builtins.int
     HIGHEST_WINS_FIELD_NUMBER: _builtins.int
+    OUT_AT_TARGET_FIELD_NUMBER: _builtins.int
     kind: Global___EndKind.ValueType
     target: _builtins.int
     highest_wins: _builtins.bool
+    out_at_target: _builtins.bool
+    """With hand scores: a score reaching `target` puts its player out, the last one left wins."""
     def __init__(
         self,
         *,
         kind: Global___EndKind.ValueType = ...,
         target: _builtins.int = ...,
         highest_wins: _builtins.bool = ...,
+        out_at_target: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["highest_wins", b"highest_wins", "kind", b"kind", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["highest_wins", b"highest_wins", "kind", b"kind", "out_at_target", b"out_at_target", "target", b"target"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -786,6 +891,12 @@ class RuleSet(_message.Message):
     EXACT_LIMIT_BONUS_FIELD_NUMBER: _builtins.int
     NO_SAME_NUMBER_TWICE_FIELD_NUMBER: _builtins.int
     EXACT_69_BONUS_FIELD_NUMBER: _builtins.int
+    DISCARD_RANK_FIELD_NUMBER: _builtins.int
+    DISCARD_COUNT_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FORWARD_FIELD_NUMBER: _builtins.int
+    HAND_SCORES_FIELD_NUMBER: _builtins.int
+    ROUND_OUT_POINTS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The preset's name ("na-standard")."""
     limit: _builtins.int
@@ -811,6 +922,15 @@ class RuleSet(_message.Message):
     """A card may not follow one of the same rank (spec §7 house rule)."""
     exact_69_bonus: _builtins.bool
     """Making the total exactly 69 wins back a lost token (002's house rule)."""
+    discard_rank: _builtins.str
+    """Holding `discard_count` cards of `discard_rank`, a player may discard them for as many new
+    cards instead of playing, and then plays (003's 2022 ONO 99 exchange); 0 = no exchange.
+    """
+    discard_count: _builtins.int
+    timeout_forward: _builtins.bool
+    """The timeout policy spends a play that lowers the total only when nothing else is left."""
+    round_out_points: _builtins.int
+    """With hand scores: what going out of a round adds to the hand's points."""
     @_builtins.property
     def deck(self) -> Global___RuleDeck: ...
     @_builtins.property
@@ -827,6 +947,17 @@ class RuleSet(_message.Message):
     def players(self) -> Global___PlayerRange: ...
     @_builtins.property
     def special_hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___RuleSpecialHand]: ...
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___RulePair]:
+        """The pairs that may be played as one play."""
+
+    @_builtins.property
+    def hand_scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandScore]:
+        """What a card left in a hand at a round's end scores. With END_KIND_POINTS_TARGET a round
+        ends when one player is left in it and every hand is counted into the scores (003's points
+        versions); with END_KIND_ROUNDS they are penalty cards counted at each round's end (paranoia).
+        """
+
     def __init__(
         self,
         *,
@@ -854,10 +985,16 @@ class RuleSet(_message.Message):
         exact_limit_bonus: _builtins.bool = ...,
         no_same_number_twice: _builtins.bool = ...,
         exact_69_bonus: _builtins.bool = ...,
+        discard_rank: _builtins.str = ...,
+        discard_count: _builtins.int = ...,
+        pairs: _abc.Iterable[Global___RulePair] | None = ...,
+        timeout_forward: _builtins.bool = ...,
+        hand_scores: _abc.Iterable[Global___HandScore] | None = ...,
+        round_out_points: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "hand", b"hand", "players", b"players", "start", b"start", "tokens", b"tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "end", b"end", "exact_69_bonus", b"exact_69_bonus", "exact_limit_bonus", b"exact_limit_bonus", "floor", b"floor", "game", b"game", "hand", b"hand", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "no_same_number_twice", b"no_same_number_twice", "out_ends", b"out_ends", "over_limit", b"over_limit", "players", b"players", "round_resets_direction", b"round_resets_direction", "source", b"source", "special_hands", b"special_hands", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck", b"deck", "discard_count", b"discard_count", "discard_rank", b"discard_rank", "end", b"end", "exact_69_bonus", b"exact_69_bonus", "exact_limit_bonus", b"exact_limit_bonus", "floor", b"floor", "game", b"game", "hand", b"hand", "hand_scores", b"hand_scores", "limit", b"limit", "loss_ends", b"loss_ends", "name", b"name", "no_same_number_twice", b"no_same_number_twice", "out_ends", b"out_ends", "over_limit", b"over_limit", "pairs", b"pairs", "players", b"players", "round_out_points", b"round_out_points", "round_resets_direction", b"round_resets_direction", "source", b"source", "special_hands", b"special_hands", "start", b"start", "starter", b"starter", "summary", b"summary", "summary_en", b"summary_en", "thresholds", b"thresholds", "timeout_forward", b"timeout_forward", "tokens", b"tokens", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -32,6 +32,10 @@ class _PhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Phase.ValueType
     """Never sent by the engine; refused in a state."""
     PHASE_PLAYING: _Phase.ValueType  # 1
     PHASE_FINISHED: _Phase.ValueType  # 2
+    PHASE_EXCHANGE: _Phase.ValueType  # 8
+    """Every player owes the card they pass to their neighbour, at once (a 2 or King in
+    paranoia); Action.card_id names it. (Values 3-7 are kept for other phases.)
+    """
 
 class Phase(_Phase, metaclass=_PhaseEnumTypeWrapper):
     """The full game state (spec §8.1). The engine is stateless: callers keep this message
@@ -49,6 +53,10 @@ PHASE_UNSPECIFIED: Phase.ValueType  # 0
 """Never sent by the engine; refused in a state."""
 PHASE_PLAYING: Phase.ValueType  # 1
 PHASE_FINISHED: Phase.ValueType  # 2
+PHASE_EXCHANGE: Phase.ValueType  # 8
+"""Every player owes the card they pass to their neighbour, at once (a 2 or King in
+paranoia); Action.card_id names it. (Values 3-7 are kept for other phases.)
+"""
 Global___Phase: _TypeAlias = Phase  # noqa: Y015
 
 @_typing.final
@@ -67,6 +75,7 @@ class Player(_message.Message):
     ELIMINATED_ROUND_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     TURNS_TAKEN_FIELD_NUMBER: _builtins.int
+    PASSING_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Caller-chosen player id (1..64 printable characters, unique in the game)."""
     name: _builtins.str
@@ -83,6 +92,10 @@ class Player(_message.Message):
     """Game points (RuleSet.end points target): the running score; unset in other games."""
     turns_taken: _builtins.int
     """Turns played, counted up to the rule set's longest card lock; unset without locked cards."""
+    passing: _builtins.str
+    """The exchange phase: set for each player who takes part, "" while they owe the card to
+    pass, then the card chosen (secret: never in a view but its owner's).
+    """
     @_builtins.property
     def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Card ids in hand, in the order they were received. Empty once eliminated."""
@@ -100,19 +113,24 @@ class Player(_message.Message):
         eliminated_round: _builtins.int | None = ...,
         score: _builtins.int | None = ...,
         turns_taken: _builtins.int | None = ...,
+        passing: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_score", b"_score", "_turns_taken", b"_turns_taken", "eliminated_round", b"eliminated_round", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_passing", b"_passing", "_score", b"_score", "_turns_taken", b"_turns_taken", "eliminated_round", b"eliminated_round", "passing", b"passing", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_score", b"_score", "_turns_taken", b"_turns_taken", "alive", b"alive", "eliminated_round", b"eliminated_round", "hand", b"hand", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round", "_passing", b"_passing", "_score", b"_score", "_turns_taken", b"_turns_taken", "alive", b"alive", "eliminated_round", b"eliminated_round", "hand", b"hand", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "passing", b"passing", "score", b"score", "turns_taken", b"turns_taken"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__eliminated_round: _TypeAlias = _typing.Literal["eliminated_round"]  # noqa: Y015
     _WhichOneofArgType__eliminated_round: _TypeAlias = _typing.Literal["_eliminated_round", b"_eliminated_round"]  # noqa: Y015
+    _WhichOneofReturnType__passing: _TypeAlias = _typing.Literal["passing"]  # noqa: Y015
+    _WhichOneofArgType__passing: _TypeAlias = _typing.Literal["_passing", b"_passing"]  # noqa: Y015
     _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
     _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
     _WhichOneofReturnType__turns_taken: _TypeAlias = _typing.Literal["turns_taken"]  # noqa: Y015
     _WhichOneofArgType__turns_taken: _TypeAlias = _typing.Literal["_turns_taken", b"_turns_taken"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__eliminated_round) -> _WhichOneofReturnType__eliminated_round | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__passing) -> _WhichOneofReturnType__passing | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
     @_typing.overload
@@ -214,6 +232,9 @@ class State(_message.Message):
     ROUND_STARTER_FIELD_NUMBER: _builtins.int
     SPECIAL_END_FIELD_NUMBER: _builtins.int
     TRICK_FIELD_NUMBER: _builtins.int
+    OBLIGATION_FIELD_NUMBER: _builtins.int
+    EXCHANGE_BY_FIELD_NUMBER: _builtins.int
+    EXCHANGE_ENDS_ROUND_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     """Format version of this state: 2 is current, 1 is still played (see docs)."""
     total: _builtins.int
@@ -242,6 +263,12 @@ class State(_message.Message):
     """Preset games: who started this round (the deal rotates from it); empty otherwise."""
     special_end: _builtins.str
     """The rank of the special hand that ended the game (held by `current`); empty otherwise."""
+    obligation: _builtins.int
+    """Cards `current` still owes this turn (003's Play 2): 0, 2, or 1 for the second of two."""
+    exchange_by: _builtins.str
+    """The exchange phase: who played the card that started it (empty otherwise)."""
+    exchange_ends_round: _builtins.bool
+    """The exchange phase: the play that started it ended the round; the round ends once it resolves."""
     @_builtins.property
     def options(self) -> _game_pb2.Options:
         """The options as chosen (unset = auto/default)."""
@@ -307,10 +334,13 @@ class State(_message.Message):
         round_starter: _builtins.str = ...,
         special_end: _builtins.str = ...,
         trick: _trick_pb2.TrickState | None = ...,
+        obligation: _builtins.int = ...,
+        exchange_by: _builtins.str = ...,
+        exchange_ends_round: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "rng", b"rng", "rules", b"rules", "trick", b"trick"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "hand_size", b"hand_size", "history", b"history", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "special_end", b"special_end", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "trick", b"trick", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "deck_count", b"deck_count", "direction", b"direction", "discard", b"discard", "draw_pile", b"draw_pile", "elimination_order", b"elimination_order", "exchange_by", b"exchange_by", "exchange_ends_round", b"exchange_ends_round", "hand_size", b"hand_size", "history", b"history", "obligation", b"obligation", "options", b"options", "phase", b"phase", "rng", b"rng", "round", b"round", "round_starter", b"round_starter", "rules", b"rules", "seats", b"seats", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "special_end", b"special_end", "start_lives", b"start_lives", "state_version", b"state_version", "total", b"total", "trick", b"trick", "turn_started_at_ms", b"turn_started_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -40,6 +40,7 @@ class PlayerView(_message.Message):
     LIVES_LOST_FIELD_NUMBER: _builtins.int
     ELIMINATED_AT_ROUND_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    PASSED_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     name: _builtins.str
     """Display name (the id when no name was given)."""
@@ -53,6 +54,8 @@ class PlayerView(_message.Message):
     eliminated_at_round: _builtins.int
     score: _builtins.int
     """Game points only: the running score."""
+    passed: _builtins.bool
+    """The exchange phase only: whether the player has chosen the card to pass (never which)."""
     def __init__(
         self,
         *,
@@ -66,17 +69,22 @@ class PlayerView(_message.Message):
         lives_lost: _builtins.int = ...,
         eliminated_at_round: _builtins.int | None = ...,
         score: _builtins.int | None = ...,
+        passed: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "eliminated_at_round", b"eliminated_at_round", "score", b"score"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_passed", b"_passed", "_score", b"_score", "eliminated_at_round", b"eliminated_at_round", "passed", b"passed", "score", b"score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_score", b"_score", "alive", b"alive", "eliminated_at_round", b"eliminated_at_round", "hand_count", b"hand_count", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "score", b"score", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round", "_passed", b"_passed", "_score", b"_score", "alive", b"alive", "eliminated_at_round", b"eliminated_at_round", "hand_count", b"hand_count", "id", b"id", "lives", b"lives", "lives_lost", b"lives_lost", "name", b"name", "on_board", b"on_board", "passed", b"passed", "score", b"score", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__eliminated_at_round: _TypeAlias = _typing.Literal["eliminated_at_round"]  # noqa: Y015
     _WhichOneofArgType__eliminated_at_round: _TypeAlias = _typing.Literal["_eliminated_at_round", b"_eliminated_at_round"]  # noqa: Y015
+    _WhichOneofReturnType__passed: _TypeAlias = _typing.Literal["passed"]  # noqa: Y015
+    _WhichOneofArgType__passed: _TypeAlias = _typing.Literal["_passed", b"_passed"]  # noqa: Y015
     _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
     _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__eliminated_at_round) -> _WhichOneofReturnType__eliminated_at_round | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__passed) -> _WhichOneofReturnType__passed | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
 
@@ -143,6 +151,7 @@ class HandCard(_message.Message):
     def choices(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardChoice]:
         """Every distinct choice, legal or not. A joker is listed at the two ends of its range
         (every whole number between is legal too).
+        None for a card that can never be played (003's ONO 99).
         """
 
     def __init__(
@@ -218,12 +227,14 @@ class GameView(_message.Message):
     RECENT_PLAYS_FIELD_NUMBER: _builtins.int
     SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
+    OBLIGATION_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     VIEWER_ID_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
     MY_TURN_FIELD_NUMBER: _builtins.int
     LEGAL_PLAYS_FIELD_NUMBER: _builtins.int
+    PASSING_FIELD_NUMBER: _builtins.int
     state_version: _builtins.int
     mode: _game_pb2.Mode.ValueType
     seq: _builtins.int
@@ -241,12 +252,16 @@ class GameView(_message.Message):
     """The preset played (SetupRequest.rules); empty for kr-product and classic.
     Declared here so that the JSON key follows seedCommitment, as view.py writes it.
     """
+    obligation: _builtins.int
+    """Cards the player to move still owes this turn (003's Play 2): 2, or 1 for the second; absent when 0."""
     seed: _builtins.int
     """Revealed only once the game is finished."""
     viewer_id: _builtins.str
     """The viewer (empty = spectator, or not seated)."""
     my_turn: _builtins.bool
     """It is the viewer's turn."""
+    passing: _builtins.str
+    """The exchange phase: the card the viewer chose to pass (unset while they owe it)."""
     @_builtins.property
     def options(self) -> _game_pb2.Options: ...
     @_builtins.property
@@ -265,7 +280,9 @@ class GameView(_message.Message):
 
     @_builtins.property
     def hand(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandCard]:
-        """The viewer's own hand with every choice per card (empty for spectators)."""
+        """The viewer's own hand with every choice per card (empty for spectators). Paranoia's
+        exchange cards draw one more each, so a hand may grow past the deal.
+        """
 
     @_builtins.property
     def legal_plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___LegalPlay]:
@@ -292,19 +309,26 @@ class GameView(_message.Message):
         recent_plays: _abc.Iterable[_state_pb2.PlayRecord] | None = ...,
         seed_commitment: _builtins.str = ...,
         rules: _builtins.str = ...,
+        obligation: _builtins.int = ...,
         seed: _builtins.int | None = ...,
         result: _game_pb2.GameResult | None = ...,
         viewer_id: _builtins.str = ...,
         hand: _abc.Iterable[Global___HandCard] | None = ...,
         my_turn: _builtins.bool = ...,
         legal_plays: _abc.Iterable[Global___LegalPlay] | None = ...,
+        passing: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "result", b"result", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_passing", b"_passing", "_seed", b"_seed", "options", b"options", "passing", b"passing", "result", b"result", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "current", b"current", "deadline_ms", b"deadline_ms", "direction", b"direction", "discard_count", b"discard_count", "draw_pile_count", b"draw_pile_count", "elimination_order", b"elimination_order", "hand", b"hand", "legal_plays", b"legal_plays", "mode", b"mode", "my_turn", b"my_turn", "options", b"options", "phase", b"phase", "players", b"players", "recent_plays", b"recent_plays", "result", b"result", "round", b"round", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms", "viewer_id", b"viewer_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_passing", b"_passing", "_seed", b"_seed", "current", b"current", "deadline_ms", b"deadline_ms", "direction", b"direction", "discard_count", b"discard_count", "draw_pile_count", b"draw_pile_count", "elimination_order", b"elimination_order", "hand", b"hand", "legal_plays", b"legal_plays", "mode", b"mode", "my_turn", b"my_turn", "obligation", b"obligation", "options", b"options", "passing", b"passing", "phase", b"phase", "players", b"players", "recent_plays", b"recent_plays", "result", b"result", "round", b"round", "rules", b"rules", "seed", b"seed", "seed_commitment", b"seed_commitment", "seq", b"seq", "state_version", b"state_version", "total", b"total", "turn_started_at_ms", b"turn_started_at_ms", "viewer_id", b"viewer_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__passing: _TypeAlias = _typing.Literal["passing"]  # noqa: Y015
+    _WhichOneofArgType__passing: _TypeAlias = _typing.Literal["_passing", b"_passing"]  # noqa: Y015
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__passing) -> _WhichOneofReturnType__passing | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
 
 Global___GameView: _TypeAlias = GameView  # noqa: Y015

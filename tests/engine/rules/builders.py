@@ -112,6 +112,7 @@ def make_state(
     rules: RuleSet | None = None,
     score: Mapping[str, int] | None = None,
     turns_taken: Mapping[str, int] | None = None,
+    obligation: int = 0,
     **option_overrides: object,
 ) -> GameState:
     """A state as described; seats are the ``hands`` keys in order.
@@ -121,6 +122,7 @@ def make_state(
     draw pile (below nothing in particular: canonical order, last one on top) after the
     cards named in ``discard`` are put aside. ``eliminated`` players (in elimination order)
     hold no cards. ``lives_left`` defaults to the resolved starting lives for everyone alive.
+    ``obligation``: the cards ``current`` owes this turn (003's Play 2).
     ``option_overrides`` are :class:`Options` attributes (``lives=3``, ``floor_at_zero="clamp"``).
     ``rules`` plays a preset (French cards, named like classic ones). ``score`` (game points)
     and ``turns_taken`` (locked cards) default to 0 for everyone where the preset keeps them.
@@ -186,10 +188,11 @@ def make_state(
         seed_commitment=seed_commitment(seed),
         preset=rules,
         round_starter=(current or seats[0]) if rules is not None else "",
-        score={p: 0 for p in seats} | dict(score or {}) if rules is not None and rules.points else {},
+        score={p: 0 for p in seats} | dict(score or {}) if rules is not None and rules.scores else {},
         turns_taken={p: 0 for p in seats} | dict(turns_taken or {})
         if rules is not None and rules.locked_turns()
         else {},
+        obligation=obligation,
     )
     if validate:
         validate_state(state)

@@ -36,6 +36,7 @@ from ninetynine.engine.rules import (
     card_of,
     cards_of,
     check_action,
+    discard_action,
     game_result,
     legal_choices,
     player_view,
@@ -46,7 +47,7 @@ from ninetynine.engine.rules import (
     validate_state,
 )
 from ninetynine.engine.rules.options import CHOICES
-from ninetynine.engine.rules.ruleset import Limit
+from ninetynine.engine.rules.ruleset import Floor, Limit
 from ninetynine.engine.rules.state import HISTORY_LENGTH
 
 from .builders import snapshot
@@ -76,7 +77,12 @@ def _deck(state: GameState) -> list[str]:
 def _random_legal_action(state: GameState, rnd: random.Random) -> Action:
     if rnd.random() < 0.1:
         return timeout_action(state)
-    action = rnd.choice(legal_choices(state, state.current)).action
+    choices = legal_choices(state, state.current)
+    if not choices:  # only dead cards (003's ONO 99): the exchange is the one move
+        exchange = discard_action(state, state.current)
+        assert exchange is not None
+        return exchange
+    action = rnd.choice(choices).action
     if action.joker_value is not None:  # any value of the range is legal, not only its ends
         lo, hi = state.options.joker_bounds()
         action = Action(action.card_id, joker_value=rnd.randint(lo, hi))
@@ -92,15 +98,22 @@ def _strings(value: Any) -> set[str]:
 
 
 def public_cards(events: list[Event]) -> set[str]:
-    """Cards an event shows everyone besides the card played: a preset's turned-up start card."""
-    return {e.data["card"]["id"] for e in events if e.type == "startCard"}
+    """Cards an event shows everyone besides the card played: a preset's turned-up start card,
+    the second card of a pair, 003's cards laid face up (the four ONO 99s exchanged) and the cards
+    of a hand counted into a score."""
+    shown = {e.data["card"]["id"] for e in events if e.type == "startCard"}
+    shown |= {c["id"] for e in events if e.type in ("pairPlayed", "cardsDiscarded") for c in e.data["cards"]}
+    return shown | {cid for e in events if e.type == "handScored" for cid in e.data["cards"]}
 
 
 def _check_step_invariants(state: GameState, deck: Counter[str]) -> None:
     cards = _all_cards(state)
     assert Counter(cards) == deck, "cards not conserved"
     # A preset where a play over 99 may be made (and loses) can end on that play's total.
-    assert 0 <= state.total <= 99 or (state.finished and state.rules.over_limit is Limit.PLAY_AND_LOSE)
+    lowest = -state.rules.limit if state.rules.floor is Floor.NEGATIVE else 0  # 003's 1980 edition
+    # (or during the exchange that play started, before the round ends)
+    ends = state.finished or state.exchange_ends_round
+    assert lowest <= state.total <= 99 or (ends and state.rules.over_limit is Limit.PLAY_AND_LOSE)
     validate_state(state)
 
 
@@ -132,6 +145,7 @@ def _check_views(state: GameState, events: list[Event], played_publicly: set[str
     for viewer in state.seats:
         view = player_view(state, viewer)
         own = {key: view.pop(key) for key in ("viewer", "hand", "myTurn", "legalPlays")}
+        own["passing"] = view.pop("passing", None)  # the exchange phase: the card the viewer chose
         assert view == public, viewer
         assert _strings(own) & deck_ids <= set(state.hands[viewer]), viewer
 
@@ -145,8 +159,27 @@ def _check_views(state: GameState, events: list[Event], played_publicly: set[str
         assert not any(event.visible_to(v) for v in [None, *state.seats] if v != event.player)
 
 
+def _illegal_exchange_actions(
+    state: GameState, rnd: random.Random
+) -> Iterator[tuple[str, Action, int | None]]:
+    """The exchange phase: a second pass, a card not in hand, a choice field, a stale view."""
+    me = state.current
+    hand = state.hands[me]
+    for p, cid in state.passing.items():
+        if cid:
+            yield p, Action(state.hands[p][0]), None
+    elsewhere = [cid for cid in _all_cards(state) if cid not in hand]
+    yield me, Action(rnd.choice(elsewhere)), None
+    yield me, Action(rnd.choice(hand)), state.seq + rnd.choice((-1, 1))
+    yield me, Action(hand[0], dir="reverse"), None
+    yield me, Action(hand[0], pair_card_id=hand[-1]), None
+
+
 def _illegal_actions(state: GameState, rnd: random.Random) -> Iterator[tuple[str, Action, int | None]]:
     """Actions that must be refused: (player, action, expected_seq)."""
+    if state.phase.value == "exchange":
+        yield from _illegal_exchange_actions(state, rnd)
+        return
     me = state.current
     hand = state.hands[me]
     others = [p for p in state.seats if p != me]
@@ -155,8 +188,12 @@ def _illegal_actions(state: GameState, rnd: random.Random) -> Iterator[tuple[str
     elsewhere = [cid for cid in _all_cards(state) if cid not in hand]
     yield me, Action(rnd.choice(elsewhere)), None
     yield me, Action(rnd.choice(hand)), state.seq + rnd.choice((-1, 1))
+    yield me, Action(hand[0], discard=tuple(hand[:1])), None  # one card is never an exchange
     for cid in hand:
         card = card_of(state, cid)
+        if not card_choices(state, card):  # a card with no play now (003's ONO 99)
+            yield me, Action(cid), None
+            continue
         for choice in card_choices(state, card):
             if not choice.legal:
                 yield me, choice.action, None  # over 99 / below 0
@@ -220,7 +257,8 @@ def _play_to_end(
         state, events = apply(state, player, action, now_ms=step * STEP_MS, expected_seq=state.seq)
         log.append((player, action, step * STEP_MS))
         all_events.append([e.to_dict() | {"@": (e.audience.value, e.player)} for e in events])
-        played_publicly.add(action.card_id)
+        if events[0].type == "cardPlayed":  # not a card passed in an exchange: that one stays secret
+            played_publicly.add(action.card_id)
         played_publicly.update(public_cards(events))
         _check_step_invariants(state, deck)
         if full_checks:

@@ -100,6 +100,20 @@ PRESET_ONLY: set[tuple[str, object]] = {
     ("ninetynine.engine.v1.EliminationReason", 4),
     ("ninetynine.engine.v1.Reach", 1),
     ("ninetynine.engine.v1.Reach", 2),
+    # paranoia (004 part III): pairs, points, penalty cards and the exchange phase
+    ("ninetynine.engine.v1.Event.payload", "pair_played"),
+    ("ninetynine.engine.v1.Event.payload", "points_scored"),
+    ("ninetynine.engine.v1.Event.payload", "hand_scored"),
+    ("ninetynine.engine.v1.Event.payload", "exchange_started"),
+    ("ninetynine.engine.v1.Event.payload", "pass_chosen"),
+    ("ninetynine.engine.v1.Event.payload", "exchange_done"),
+    ("ninetynine.engine.v1.Phase", 8),
+    # 003's ONO 99 presets
+    ("ninetynine.engine.v1.Event.payload", "obligation_passed"),
+    ("ninetynine.engine.v1.Event.payload", "second_card_owed"),
+    ("ninetynine.engine.v1.Event.payload", "cards_discarded"),
+    ("ninetynine.engine.v1.CardKind", 12),
+    ("ninetynine.engine.v1.CardKind", 13),
 }
 
 
