@@ -64,6 +64,11 @@ class TurnClock:
         """When ``decision`` is due, and whether a bot owes it."""
         seat = rooms.seat_of(doc, decision.player_id)
         if seat.bot:
+            if not decision.shortens:
+                # A decision several owe at once shares one deadline, whose timeout moves for every
+                # seat still owing: a bot is due before it (even when it has passed), so it answers first.
+                shared = (decision.started_at_ms or now) + round(decision.seconds * 1000 * self.time_scale)
+                return min(now + self.bot_think_ms, shared - 1), True
             return now + self.bot_think_ms, True
         seconds = decision.seconds
         if decision.shortens and (seat.left or seat.consecutive_timeouts >= TIMEOUTS_BEFORE_SHORT):
@@ -199,13 +204,18 @@ class Deadlines:
             for player, action in moves:
                 moved = rooms.seat_of(doc, player)
                 moved.consecutive_timeouts += 1
-                out.add(
-                    pb.RoomEvent(
-                        timeout_applied=pb.TimeoutApplied(
-                            player_id=player, action=action, consecutive=moved.consecutive_timeouts
-                        )
-                    )
+                announced = pb.TimeoutApplied(
+                    player_id=player, action=action, consecutive=moved.consecutive_timeouts
                 )
+                public = game.public_action(action)
+                if public is None:
+                    out.add(pb.RoomEvent(timeout_applied=announced))
+                else:
+                    out.add(pb.RoomEvent(timeout_applied=announced), "only", player)
+                    shown = pb.TimeoutApplied(
+                        player_id=player, action=public, consecutive=announced.consecutive
+                    )
+                    out.add(pb.RoomEvent(timeout_applied=shown), "except", player)
             out.add_game(timed.events)
             for player, action in moves:
                 advance(doc, player, action, "timeout", now)

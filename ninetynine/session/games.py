@@ -169,6 +169,11 @@ class Game(ABC):
         """The number a play's answer carries (the adding game's running total)."""
         return 0
 
+    def public_action(self, action: game_pb2.Action) -> game_pb2.Action | None:
+        """``action`` as the other players may see it when the session announces it (a timeout's
+        move), or ``None`` when all of it is public."""
+        return None
+
     @abstractmethod
     def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
         """The bot's move for ``player_id`` in the decoded ``game``."""
@@ -241,14 +246,33 @@ class Adding(Game):
     def finished(self, doc: doc_pb.RoomDocument) -> bool:
         return doc.state.phase == state_pb2.PHASE_FINISHED
 
+    def outdated(self, doc: doc_pb.RoomDocument, move_seq: int) -> bool:
+        # The passes of an exchange are chosen in any order: another player's pass since the view
+        # does not change the hand a pass is chosen from.
+        state = doc.state
+        if state.phase == state_pb2.PHASE_EXCHANGE:
+            passed = sum(1 for s in state.seats if s.HasField("passing") and s.passing)
+            return not state.seq - passed <= move_seq <= state.seq
+        return move_seq != state.seq
+
     def decisions(self, doc: doc_pb.RoomDocument) -> Sequence[Decision]:
         state = doc.state
+        if state.phase == state_pb2.PHASE_EXCHANGE:
+            # Everyone who has not chosen the card to pass owes it at once; the timeout passes for all.
+            return tuple(
+                Decision(s.id, state.turn_started_at_ms, turn_seconds(doc), shortens=False)
+                for s in state.seats
+                if s.HasField("passing") and not s.passing
+            )
         if state.phase == state_pb2.PHASE_FINISHED or not state.current:
             return ()
         return (Decision(state.current, state.turn_started_at_ms, turn_seconds(doc)),)
 
     def owes(self, doc: doc_pb.RoomDocument, player_id: str) -> bool:
-        return doc.state.current == player_id
+        state = doc.state
+        if state.phase == state_pb2.PHASE_EXCHANGE:
+            return any(s.id == player_id and s.HasField("passing") and not s.passing for s in state.seats)
+        return state.current == player_id
 
     def announce(self, doc: doc_pb.RoomDocument, events: Iterable[pb.RoomEvent]) -> None:
         # The rules' event carries the plain turn_seconds deadline; the one the scheduler fires
@@ -258,6 +282,14 @@ class Adding(Game):
                 turn = event.game.turn_started
                 if turn.player_id == doc.state.current:
                     turn.deadline_ms = doc.deadline_ms
+            elif event.HasField("game") and event.game.HasField("exchange_started"):
+                # Several owe a pass at once: the table is shown when the last of them is due.
+                event.game.exchange_started.deadline_ms = doc.shown_deadline_ms or doc.deadline_ms
+
+    def timed_moves(self, timed: engine_pb.TimeoutResponse) -> list[tuple[str, game_pb2.Action]]:
+        if not timed.exchange_moves:
+            return [(timed.player_id, timed.action)]
+        return [(m.player_id, m.action) for m in timed.exchange_moves]
 
     def takes(self, action: game_pb2.Action) -> bool:
         return bool(action.card_id)
@@ -266,7 +298,7 @@ class Adding(Game):
         return doc.state.total
 
     def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
-        return action_to_proto(bot_action(cast(GameState, game)))
+        return action_to_proto(bot_action(cast(GameState, game), player_id))
 
     def public_view(self, game: object, deadline_ms: int) -> view_pb2.GameView:
         state = cast(GameState, game)
@@ -399,6 +431,12 @@ class Trick(Game):
 
     def takes(self, action: game_pb2.Action) -> bool:
         return action.HasField("trick") and not action.card_id
+
+    def public_action(self, action: game_pb2.Action) -> game_pb2.Action | None:
+        if not action.trick.cards:
+            return None
+        # The bid cards stay face down: the others learn that a bid was laid, not which cards.
+        return game_pb2.Action(trick=trick_pb2.TrickAction(kind=action.trick.kind))
 
     def bot_move(self, game: object, player_id: str) -> game_pb2.Action:
         out = game_pb2.Action()

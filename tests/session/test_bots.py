@@ -71,6 +71,40 @@ def test_bot_beats_the_timeout_policy_in_every_preset(name: str) -> None:
     assert rate >= 1 / 3 + 0.20
 
 
+def test_the_bot_beats_the_timeout_policy_at_paranoia_over_300_games() -> None:
+    """Paranoia (004 part III): the bot scores the crossings, leaves no border within the next
+    player's reach, sheds its penalty cards and passes the card it needs least; a tie for the most
+    points counts as a win (it shares the first place)."""
+    rate = bot_win_rate(KR, 3, GAMES, rules=PRESETS["paranoia"])
+    print(f"\nbot vs timeout policy, paranoia, 3 players, {GAMES} games: bot wins {rate:.1%} (fair 33%)")
+    assert rate >= 1 / 3 + 0.30
+
+
+def test_the_bots_pass_in_an_exchange_is_legal_for_every_seat_that_owes_one() -> None:
+    """In an exchange every seat that owes a pass may be a bot's: its choice is a card of its own hand."""
+    from ninetynine.engine.rules import Phase, check_action
+
+    exchanges = 0
+    for seed in range(20):
+        state, _ = setup(["p1", "p2", "p3", "p4"], seed=seed, rules=PRESETS["paranoia"])
+        while not state.finished:
+            if state.phase is Phase.EXCHANGE:
+                exchanges += 1
+                for player in [p for p, cid in state.passing.items() if not cid]:
+                    check_action(state, player, bot_action(state, player))
+            state, _ = apply(state, state.current, bot_action(state))
+    assert exchanges > 20
+
+
+@pytest.mark.parametrize("name", ["ono99-2022", "ono99-1980"])
+def test_bot_beats_the_timeout_policy_in_ono99_over_300_games(name: str) -> None:
+    """003's two editions, at the issue's 300 three-player games: the bot exchanges dead hands and
+    answers a Play 2 with a card that passes it on."""
+    rate = bot_win_rate(KR, 3, GAMES, rules=PRESETS[name])
+    print(f"\nbot vs timeout policy, {name}, 3 players, {GAMES} games: bot wins {rate:.1%} (fair 33%)")
+    assert rate >= 1 / 3 + 0.20
+
+
 async def test_bots_move_promptly_after_their_think_time(make_stack: MakeStack) -> None:
     think_ms = 60
     stack = await make_stack(bot_think_ms=think_ms, time_scale=0.05)

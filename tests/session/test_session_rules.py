@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from itertools import pairwise
 
 import grpc
 import pytest
 
 from ninetynine.engine.rules.presets import preset_names
+from ninetynine.engine.v1 import events_pb2
 from ninetynine.session.v1 import session_service_pb2 as pb
 from tests.session.helpers import ENGINE_DOMAIN, ENGLISH, is_english, is_korean, refused
 
@@ -173,3 +175,40 @@ async def test_a_locked_king_says_why_in_the_seats_view(make_stack) -> None:
     korean = (await stack.stub.GetView(request)).view
     (king,) = (c for c in korean.hand if c.card.id == kings[0].card.id)
     assert [c.reason_message for c in king.choices] == ["K은(는) 내 차례 5번이 지나야 낼 수 있어요"]
+
+
+def _second_cards(games: list[events_pb2.Event]) -> list[str]:
+    """The debtors who, after the first of two owed cards, started a turn for the second one."""
+    out = []
+    for i, g in enumerate(games):
+        if g.HasField("second_card_owed"):
+            after = next(x for x in games[i:] if x.HasField("turn_started") or x.HasField("eliminated"))
+            if after.HasField("turn_started"):
+                assert after.turn_started.player_id == g.second_card_owed.player_id
+                out.append(after.turn_started.player_id)
+    return out
+
+
+@pytest.mark.parametrize("engine", ["remote", "local"])
+async def test_an_ono99_play_two_is_played_card_by_card_on_the_clock(make_stack, engine: str) -> None:
+    """003's Play 2 through the session: the debtor's first card is a move, the second another, each
+    on its own deadline (the rules start a new turn for the same player, as with play-again), by the
+    bots and by the timeout policy alike. Games are dealt until one has a second card played."""
+    target = "local" if engine == "local" else None
+    stack = await make_stack(time_scale=0.005, engine_target=target)
+    for _ in range(10):
+        created = await stack.stub.CreateRoom(pb.CreateRoomRequest(name="O", max_seats=3, rules="ono99-2022"))
+        for _ in range(2):
+            await stack.stub.AddBot(pb.AddBotRequest(token=created.seat_token))
+        await stack.stub.StartGame(pb.StartGameRequest(token=created.seat_token))
+        await _finished(stack.stub, created.room.room_id)
+        replay = await stack.stub.GetReplay(pb.GetReplayRequest(room_id=created.room.room_id))
+        games = [e.game for e in replay.events if e.HasField("game")]
+        if _second_cards(games):
+            break
+    else:
+        raise AssertionError("no game of ten had a second owed card played")
+    assert any(g.HasField("obligation_passed") for g in games)
+    players = [m.player_id for m in replay.moves]
+    assert any(a == b for a, b in pairwise(players))  # the two cards are two moves of one player
+    assert {m.source for m in replay.moves} <= {"timeout", "bot"}

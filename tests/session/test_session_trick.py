@@ -222,3 +222,32 @@ async def test_a_trick_match_runs_on_the_in_process_engine_and_its_rematch_keeps
     again = await stack.stub.Rematch(pb.RematchRequest(token=created.seat_token))
     room = again.joined.room
     assert room.game == "trick" and room.max_seats == 3 and room.trick_options == SHORT
+
+
+async def _timed_out_bids(stack: Stack, token: str) -> dict[str, list[str]]:
+    """The bid cards each ``timeoutApplied`` of the first bidding shows this seat, by player."""
+    shown: dict[str, list[str]] = {}
+    async for item in stack.stub.Subscribe(pb.SubscribeRequest(token=token, after_seq=0)):
+        if item.HasField("event") and item.event.HasField("timeout_applied"):
+            applied = item.event.timeout_applied
+            if applied.action.trick.kind == BID:
+                shown[applied.player_id] = list(applied.action.trick.cards)
+        if len(shown) == 2:
+            return shown
+    raise AssertionError("the stream ended before both timed-out bids")
+
+
+@pytest.mark.timeout(60)
+async def test_a_timed_out_bid_shows_its_cards_to_its_owner_only(make_stack: MakeStack) -> None:
+    """Issue 19: "The others' bid cards stay face down until their other nine cards have been
+    played" — when the deadline lays two humans' bids, each sees its own three cards in the
+    ``timeoutApplied`` and only that a bid was laid for the other."""
+    stack = await make_stack(time_scale=0.002)
+    created = await _room(stack, bots=1)
+    joined = await stack.stub.JoinRoom(pb.JoinRoomRequest(room_id=created.room.room_id, name="민서"))
+    await stack.stub.StartGame(pb.StartGameRequest(token=created.seat_token))
+    host_sees = await _timed_out_bids(stack, created.seat_token)
+    guest_sees = await _timed_out_bids(stack, joined.seat_token)
+    guest = next(p for p in host_sees if p != "p1")  # the bot took p2
+    assert len(host_sees["p1"]) == 3 and host_sees[guest] == []
+    assert len(guest_sees[guest]) == 3 and guest_sees["p1"] == []
