@@ -12,10 +12,11 @@ recorded and checked against the protocol's JSON Schema, and any uncaught page e
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,12 @@ async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
     assert not log.schema_errors, f"frames outside the protocol: {log.schema_errors[:3]}"
     for other in opened.others:
         assert not other.schema_errors, f"frames outside the protocol: {other.schema_errors[:3]}"
+
+
+async def until(check: Callable[[], object], what: str, timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true; fail saying ``what`` was awaited once ``timeout`` s pass."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not check():
+        assert loop.time() < end, f"not within {timeout:g} s: {what}"
+        await asyncio.sleep(0.02)

@@ -131,7 +131,7 @@ class Tapper:
             assert text.startswith("내면 → "), f"Korean preview with the resulting total, got {text!r}"
             if kind == "add":
                 after = await self.total() + _face_value(card["face"])
-                assert int(text.removeprefix("내면 → ")) == after, text
+                assert int(text.removeprefix("내면 → ").replace("−", "-")) == after, text
             if not self.shot_preview:
                 self.shot_preview = True
                 await self.browser.screenshot("table-card-preview")

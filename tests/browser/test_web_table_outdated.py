@@ -9,7 +9,6 @@ up the table shows the new view, says why in Korean, and the next turn plays by 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from playwright.async_api import WebSocketRoute
 
 from ninetynine.session.errors import REASONS
-from tests.browser.conftest import Browser, Servers
+from tests.browser.conftest import Browser, Servers, until
 from tests.browser.test_web_table import Tapper, _joined, _open_lobby_and_start
 
 pytestmark = pytest.mark.browser
@@ -56,14 +55,6 @@ class HeldLine:
         for message in self.held:
             self.page_side.send(message)
         self.held.clear()
-
-
-async def _until(check: Any, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not check():
-        assert loop.time() < end, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_card_tapped_on_an_outdated_table_is_refused_and_the_table_catches_up(
@@ -107,7 +98,7 @@ async def test_a_card_tapped_on_an_outdated_table_is_refused_and_the_table_catch
             def refused() -> bool:
                 return any(m["type"] == "error" for m in line.held_messages())
 
-            await _until(refused)
+            await until(refused, "the refusal reaches the held line")
             line.release()
             # The refusal is shown (the toast hides itself after 3.2 s, so look while it is up).
             await page.wait_for_function(
@@ -138,4 +129,7 @@ async def test_a_card_tapped_on_an_outdated_table_is_refused_and_the_table_catch
         await tapper.play_turn()
         sent = browser.log.sent("play")[-1].message
         assert sent["moveSeq"] == turn["seq"]
-        await _until(lambda: any(p["clientSeq"] == sent["clientSeq"] for p in browser.log.received("played")))
+        await until(
+            lambda: any(p["clientSeq"] == sent["clientSeq"] for p in browser.log.received("played")),
+            "the resent play is answered",
+        )

@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 from playwright.async_api import Page
 
-from tests.browser.conftest import Browser, PageLog, Servers
+from tests.browser.conftest import Browser, PageLog, Servers, until
 from tests.browser.test_web_table import HOOK, Tapper, _expect_attr, _joined
 
 pytestmark = pytest.mark.browser
@@ -327,7 +327,7 @@ async def test_a_silent_drop_is_seen_within_seconds_by_the_player_and_the_others
 
             reader = asyncio.create_task(read())
             try:
-                await _wait_until(lambda: watcher.connected(me) is True, 10)
+                await until(lambda: watcher.connected(me) is True, "the others see the seat connected", 10)
                 relay.silent = True
                 cut = time.monotonic()
                 # The player sees it: "연결 끊김" within seconds, not after the TCP timeout.
@@ -337,7 +337,7 @@ async def test_a_silent_drop_is_seen_within_seconds_by_the_player_and_the_others
                 assert await page.get_by_test_id("connection").get_attribute("data-state") == "reconnecting"
                 await browser.screenshot("table-silent-drop-player")
                 # The others see it: the server closed the silent connection and told the room.
-                await _wait_until(lambda: watcher.connected(me) is False, 12)
+                await until(lambda: watcher.connected(me) is False, "the others see the silent drop", 12)
                 seen_by_others = time.monotonic() - cut
                 offline = other.locator(f'[data-testid="opponent-{me}"][data-connected="false"]')
                 await offline.wait_for(timeout=5000)
@@ -353,17 +353,9 @@ async def test_a_silent_drop_is_seen_within_seconds_by_the_player_and_the_others
                     timeout=30_000,
                 )
                 await page.get_by_test_id("offline-banner").wait_for(state="hidden")
-                await _wait_until(lambda: watcher.connected(me) is True, 15)
+                await until(lambda: watcher.connected(me) is True, "the others see the seat back", 15)
                 assert browser.log.sent("resume"), "the seat was resumed"
             finally:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await reader
-
-
-async def _wait_until(condition: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s")
-        await asyncio.sleep(0.05)

@@ -1,5 +1,6 @@
 // The web table's entry point: screens (lobby, table, results, replay), the server connection and the
-// demo mode (`?demo=table|lobby|results|replay|banners|presets|trick-bid|trick-play|trick-results`, `demo=1` = table) that renders fixtures without a server.
+// demo mode (`?demo=table|lobby|results|replay|banners|presets|ono|ono-1980|ono-points|trick-bid|trick-play|trick-results`, `demo=1` = table)
+// that renders fixtures without a server.
 
 import { $, fill, h } from './dom.js';
 import { Connection, ownSocketUrl } from './connection.js';
@@ -362,6 +363,10 @@ function play(action, moveSeq) {
 function renderResults(view) {
   const result = view.result;
   $('#trick-deals').hidden = true;
+  // 003's points versions: the table's points by round, with the final scores.
+  const points = view.game === 'trick' ? null : app.table.pointsTable(view);
+  fill($('#points-results'), points ? [h('h3', {}, t('pointsTable')), points] : []);
+  $('#points-results').hidden = !points;
   if (view.game === 'trick') {
     $('[data-testid="rematch"]').hidden = view.viewer === null;
     // The deal check and the replay player re-run the adding game: not offered for a trick match.
@@ -604,19 +609,22 @@ async function startDemo() {
     onView((await loadDemo('view-finished')).view);
     return;
   }
-  const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator', table10: 'view-table-10' }[demo] ?? 'view-table';
-  if (demo === 'banners' || demo === 'presets') window.__ninetyNine = { get banners() { return [...app.table.bannerLog]; } };
+  const fixture = { table: 'view-table', waiting: 'view-waiting-turn', spectator: 'view-spectator', table10: 'view-table-10',
+    ono: 'view-ono', 'ono-1980': 'view-ono-1980', 'ono-points': 'view-ono-points' }[demo] ?? 'view-table';
+  const bannerDemo = { banners: 'events', presets: 'events-presets', ono: 'events-ono', 'ono-points': 'events-ono-points' }[demo];
+  if (bannerDemo) window.__ninetyNine = { get banners() { return [...app.table.bannerLog]; } };
   const message = await loadDemo(fixture);
   const view = message.view;
   // Make the demo's turn current so the timer ring runs.
   const span = view.deadline - view.turnStartedAt;
   view.turnStartedAt = Date.now() - 4000;
   view.deadline = view.turnStartedAt + span;
-  onMessage(await loadDemo({ table10: 'room-10', presets: 'room-preset' }[demo] ?? 'room'));
+  onMessage(await loadDemo({ table10: 'room-10', presets: 'room-preset', ono: 'room-ono', 'ono-1980': 'room-ono-1980',
+    'ono-points': 'room-ono-points' }[demo] ?? 'room'));
   onView(view);
-  if (demo === 'banners' || demo === 'presets') {
+  if (bannerDemo) {
     // Every kind of announced event, one after the other, through the table's own handling.
-    for (const { event } of (await loadDemo(demo === 'presets' ? 'events-presets' : 'events')).events) {
+    for (const { event } of (await loadDemo(bannerDemo)).events) {
       await new Promise((done) => { setTimeout(done, 600); });
       app.table.onEvent(event);
     }

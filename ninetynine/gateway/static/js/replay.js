@@ -5,7 +5,7 @@
 // what the events say (totals, counts, lives), not rules: nothing is computed the events do not state.
 
 import { t } from './i18n.js';
-import { choiceText, num } from './table.js';
+import { choiceText, faceText, num } from './table.js';
 
 const RECENT = 3;
 
@@ -14,7 +14,7 @@ export function buildFrames(replay) {
   const started = replay.events.find((e) => e.event.type === 'gameStarted')?.event;
   const seats = started?.seats ?? replay.players.map((p) => p.id);
   const state = {
-    total: 0, direction: 1, current: null, round: 1, drawPileCount: 0, recentPlays: [],
+    total: 0, direction: 1, current: null, round: 1, drawPileCount: 0, recentPlays: [], obligation: 0,
     players: seats.map((id, seat) => ({
       id, name: names.get(id) ?? id, seat, handCount: 0, lives: started?.lives ?? 0, alive: true,
       onBoard: false, livesLost: 0, eliminatedAtRound: null,
@@ -26,6 +26,7 @@ export function buildFrames(replay) {
     total: state.total, direction: state.direction, current: state.current, turnStartedAt: 0, deadline: 0,
     players: structuredClone(state.players), drawPileCount: state.drawPileCount,
     recentPlays: state.recentPlays.slice(-RECENT), viewer: null, seq: state.recentPlays.length,
+    ...(state.obligation ? { obligation: state.obligation } : {}),
   });
   const frames = [];
   let step = { seq: 0, text: '', events: [] };
@@ -36,7 +37,11 @@ export function buildFrames(replay) {
     const name = names.get(event.player) ?? event.player;
     if (event.type === 'cardPlayed') { // a new move starts a new step
       close();
-      step = { seq, text: t('ev_cardPlayed', { name, face: event.face, choice: choiceText(event.choice), total: num(event.total) }), events: [] };
+      step = { seq, text: t('ev_cardPlayed', { name, face: faceText(event.face), choice: choiceText(event.choice), total: num(event.total) }), events: [] };
+    }
+    if (event.type === 'cardsDiscarded') { // 003's exchange is a move of its own
+      close();
+      step = { seq, text: t('ev_cardsDiscarded', { name, n: event.cards.length }), events: [] };
     }
     step.events.push(event);
     switch (event.type) {
@@ -59,6 +64,7 @@ export function buildFrames(replay) {
         state.total = event.total;
         break;
       case 'cardPlayed': {
+        state.obligation = 0; // the events of this move say what is owed after it
         const p = player(event.player);
         p.handCount = Math.max(0, p.handCount - 1);
         state.total = event.total;
@@ -69,6 +75,18 @@ export function buildFrames(replay) {
       case 'directionChanged':
         state.direction = event.direction;
         break;
+      case 'obligationPassed':
+        state.obligation = event.cards;
+        step.text += ` · ${t('ev_obligationPassed', { name })}`;
+        break;
+      case 'secondCardOwed':
+        state.obligation = 1;
+        break;
+      case 'cardsDiscarded': {
+        const p = player(event.player);
+        p.handCount = Math.max(0, p.handCount - event.cards.length);
+        break;
+      }
       case 'cardDrawn':
         player(event.player).handCount += 1;
         state.drawPileCount = Math.max(0, state.drawPileCount - 1);
@@ -77,6 +95,7 @@ export function buildFrames(replay) {
         state.drawPileCount = event.count;
         break;
       case 'lifeLost': {
+        state.obligation = 0; // a loss ends the debt
         const p = player(event.player);
         p.lives = event.left;
         p.livesLost += 1;
@@ -84,6 +103,7 @@ export function buildFrames(replay) {
         break;
       }
       case 'eliminated': {
+        state.obligation = 0;
         const p = player(event.player);
         p.alive = false;
         p.handCount = 0;
@@ -94,6 +114,9 @@ export function buildFrames(replay) {
       case 'tokensPaid':
         player(event.player).lives = event.left;
         step.text += ` · ${t('ev_tokensPaid', { name, n: event.tokens, left: event.left })}`;
+        break;
+      case 'handScored':
+        step.text += ` · ${t('ev_handScored', { name, points: event.points })}`;
         break;
       case 'turnSkipped':
         step.text += ` · ${t('ev_turnSkipped', { name })}`;

@@ -6,6 +6,7 @@
 
 import { $, fill, h, svg } from './dom.js';
 import { badgeFor, lang, t } from './i18n.js';
+import { exchangeStatus, exchanging, faceOf, pairButtons, pairPlays, passTag, roundsBanner, signed } from './rounds.js';
 
 const GAUGE_R = 92;
 const TIMER_R = 118;
@@ -23,7 +24,13 @@ export function gaugeColor(total) {
 }
 
 export function gaugeLevel(total) {
-  return total >= 90 ? 'high' : total >= 70 ? 'mid' : 'low';
+  return total >= 90 ? 'high' : total >= 70 ? 'mid' : total < 0 ? 'negative' : 'low';
+}
+
+/** Colour of a total below 0 (003's 1980 ONO 99): blue, deeper as it falls. */
+export function negativeColor(total) {
+  const x = Math.min(1, -total / 99);
+  return `hsl(210 80% ${Math.round(62 - 22 * x)}%)`;
 }
 
 /** A number as the table writes it: a real minus sign (U+2212), never a hyphen. */
@@ -55,6 +62,56 @@ export function suitClass(cardId) {
   return m[1] === 'H' || m[1] === 'D' ? ' suit-red' : ' suit-black';
 }
 
+// 003's ONO 99 faces (the engine's card faces) drawn as a glyph with a word under it: the words
+// are the UI's, in its language; any other face is drawn as the engine writes it.
+const ONO_FACES = {
+  ONO99: ['99', 'sub_ono99', 'name_ono99'],
+  PLAY2: ['×2', 'sub_play2', 'name_play2'],
+  DOUBLE: ['×2', 'sub_double', 'name_double'],
+  REV: ['⇄', 'sub_reverse', 'name_reverse'],
+  HOLD: ['‖', 'sub_hold', 'name_hold'],
+  '-10': ['−10', null, null],
+};
+
+/** What a card shows: its big face, the word under it (null: none) and its name for a label. */
+export function cardFace(card) {
+  if (card.kind === 'joker') return { face: '🃏', sub: 'JOKER', name: 'JOKER' };
+  const ono = ONO_FACES[card.face];
+  if (ono) return { face: ono[0], sub: ono[1] && t(ono[1]), name: ono[2] ? t(ono[2]) : ono[0] };
+  return { face: card.face, sub: null, name: card.face };
+}
+
+/** A face in running text (recent plays, banners): the name of an ONO 99 card, else the face. */
+export function faceText(face) {
+  return cardFace({ face }).name;
+}
+
+// 003's card ids (presets_ono.py): what a counted card looks like when the table never saw it.
+const ONO_IDS = [
+  [/^ON(\d+)-/, (m) => ({ kind: 'add', face: m[1] })],
+  [/^OX-/, () => ({ kind: 'ono99', face: 'ONO99' })],
+  [/^OR-/, () => ({ kind: 'reverse', face: 'REV' })],
+  [/^OP-/, () => ({ kind: 'playTwo', face: 'PLAY2' })],
+  [/^OM-/, () => ({ kind: 'minus', face: '-10' })],
+  [/^OH-/, () => ({ kind: 'hold', face: 'HOLD' })],
+];
+
+/** A card by its id alone: `seen` (cards the table was shown) first, else what the id spells. */
+export function cardById(id, seen) {
+  const known = seen?.get(id);
+  if (known) return known;
+  for (const [re, make] of ONO_IDS) {
+    const m = re.exec(id);
+    if (m) return { id, ...make(m) };
+  }
+  return { id, kind: 'add', face: faceOf(id) };
+}
+
+/** 003's dead card: an ONO 99 that no play of the rule set lets out of the hand now. */
+export function isDead(entry) {
+  return entry.card.kind === 'ono99' && entry.choices.length === 0;
+}
+
 function reducedMotion() {
   return window.matchMedia?.('(prefers-reduced-motion: reduce)').matches ?? false;
 }
@@ -84,6 +141,9 @@ export class Table {
     this.longestTurn = 0; // the longest human turn seen this game: a much shorter one is the 3-second rule
     this.confirmingLeave = false;
     this.rules = null; // the room's preset ({name, summary, thresholds...}); null for the spec's modes
+    this.scored = []; // handScored of this game: {round, player, cards, points} (003's points versions)
+    this.scoreRound = 1; // the round the next handScored belongs to
+    this.seen = new Map(); // card id -> card, for the counted hands (handScored names ids only)
     this.build();
     this.tick = this.tick.bind(this);
     requestAnimationFrame(this.tick);
@@ -114,11 +174,13 @@ export class Table {
     this.recent = h('ol', { class: 'recent', 'data-testid': 'recent-plays' });
     this.panel = h('div', { class: 'choice-panel' });
     this.hand = h('div', { class: 'hand', 'data-testid': 'hand' });
+    this.exchange = h('div', { class: 'exchange-box' });
     this.info = h('div', { class: 'table-info' });
     this.pile = h('div', { class: 'pile', 'data-testid': 'pile', 'aria-live': 'polite' });
     this.banner = h('div', { class: 'banner', 'data-testid': 'banner', role: 'status', 'aria-live': 'assertive', hidden: true });
     this.offline = h('div', { class: 'offline-banner', 'data-testid': 'offline-banner', role: 'alert', hidden: true });
     this.me = h('div', { class: 'me-seat', 'data-testid': 'me-seat' });
+    this.scoring = h('div', { class: 'scoring', hidden: true });
     this.leaveBox = h('div', { class: 'leave-box' });
     const centre = h('div', { class: 'centre' }, this.gaugeSvg, this.totalEl, this.timerBox);
     fill(this.root,
@@ -131,7 +193,9 @@ export class Table {
         this.banner),
       this.status,
       this.recent,
+      this.scoring,
       this.panel,
+      this.exchange,
       this.hand,
       h('div', { class: 'me-row' }, this.me, this.leaveBox),
     );
@@ -186,14 +250,26 @@ export class Table {
   reset() {
     this.view = null;
     this.selected = null;
+    this.jokerValue = null;
+    // A play of the last game may have been in flight when it ended: its finished view goes to the
+    // results screen, never through render(), so nothing else unlocks the new game's hand.
+    this.sending = false;
     this.shownTotal = null;
     this.longestTurn = 0;
     this.banners = [];
     this.banner.hidden = true;
     this.confirmingLeave = false;
     this.handKey = null;
+    this.clearScores();
     fill(this.pile);
     delete this.pile.dataset.card;
+  }
+
+  clearScores() {
+    this.scored = [];
+    this.scoreRound = 1;
+    this.seen.clear();
+    this.renderScoring();
   }
 
   /**
@@ -214,14 +290,16 @@ export class Table {
     switch (event.type) {
       case 'gameStarted':
         this.longestTurn = 0;
+        this.clearScores();
         fill(this.pile);
         delete this.pile.dataset.card;
         break;
       case 'cardPlayed':
+        this.seen.set(event.cardId, { id: event.cardId, kind: event.kind, face: event.face });
         this.land(event);
         this.sound('play');
         if (event.source === 'timeout') {
-          this.announce('timeout', t('bn_timeout', { name: name(event.player), face: event.face, total: num(event.total) }));
+          this.announce('timeout', t('bn_timeout', { name: name(event.player), face: faceText(event.face), total: num(event.total) }));
         }
         break;
       case 'directionChanged':
@@ -235,11 +313,16 @@ export class Table {
         this.sound('lose');
         this.announce('lifeLost', t('bn_lifeLost', { name: name(event.player), left: event.left }));
         break;
-      case 'eliminated':
+      case 'eliminated': {
         this.sound('lose');
-        this.announce('eliminated', t('bn_eliminated', { name: name(event.player), n: event.remaining }));
+        // 003's points versions: a hand just counted means out of this round, back in the next.
+        const counted = this.scored.at(-1);
+        const round = counted?.player === event.player && counted.round === this.scoreRound;
+        this.announce('eliminated', t(round ? 'bn_outOfRound' : 'bn_eliminated', { name: name(event.player), n: event.remaining }));
         break;
+      }
       case 'roundStarted':
+        this.scoreRound = event.round;
         fill(this.pile);
         delete this.pile.dataset.card;
         this.announce('roundStarted', t(event.reason === 'setup' ? 'bn_gameStart' : 'bn_newRound', {
@@ -275,11 +358,31 @@ export class Table {
         this.announce('specialHand', t(event.holderWins ? 'bn_specialWin' : 'bn_specialAll', {
           name: name(event.player), n: event.count, rank: event.rank }));
         break;
+      case 'obligationPassed':
+        this.announce('obligationPassed', t(event.player === this.view?.viewer ? 'bn_obligationMine' : 'bn_obligation', {
+          name: name(event.player), by: name(event.by), n: event.cards }));
+        break;
+      case 'secondCardOwed':
+        this.announce('secondCardOwed', t(event.player === this.view?.viewer ? 'bn_secondCardMine' : 'bn_secondCard', {
+          name: name(event.player) }));
+        break;
+      case 'handScored':
+        this.scored.push({ round: this.scoreRound, player: event.player, cards: event.cards, points: event.points });
+        this.announce('handScored', t('bn_handScored', { name: name(event.player), n: event.cards.length, points: event.points }));
+        this.renderScoring();
+        break;
+      case 'cardsDiscarded':
+        for (const card of event.cards) this.seen.set(card.id, card);
+        this.announce('cardsDiscarded', t('bn_cardsDiscarded', { name: name(event.player), n: event.cards.length }));
+        break;
       case 'gameFinished':
         this.sound('end');
         break;
-      default:
+      default: {
+        const banner = roundsBanner(event, name);
+        if (banner) this.announce(...banner);
         break;
+      }
     }
   }
 
@@ -289,10 +392,12 @@ export class Table {
 
   /** The played card lands on the centre pile, flying from its player's seat. */
   land(event, fly = true) {
+    const shown = cardFace({ kind: event.kind, face: event.face });
+    const sub = event.kind === 'joker' || event.choice?.sign || event.choice?.aceValue
+      ? choiceText(event.choice).trim() : shown.sub;
     const card = h('div', { class: `pile-card kind-${event.kind}${suitClass(event.cardId)}` },
-      h('span', { class: 'face' }, event.kind === 'joker' ? '🃏' : event.face),
-      event.kind === 'joker' || event.choice?.sign || event.choice?.aceValue
-        ? h('span', { class: 'sub' }, choiceText(event.choice).trim()) : null);
+      h('span', { class: 'face' }, shown.face),
+      sub ? h('span', { class: 'sub' }, sub) : null);
     fill(this.pile, card, h('div', { class: 'pile-who' }, `${this.nameOf(event.player)} → ${num(event.total)}`));
     this.pile.dataset.card = event.cardId;
     this.pile.dataset.player = event.player;
@@ -337,6 +442,68 @@ export class Table {
     this.bannerTimer = setTimeout(() => this.nextBanner(), this.banners.length ? BANNER_MS / 2 : BANNER_MS);
   }
 
+  // -- hand scores (003's points versions) ------------------------------------------------------
+
+  /** The last round's counted hands (cards and points) and the points table by round. */
+  renderScoring() {
+    this.scoring.hidden = !this.scored.length;
+    if (!this.scored.length) {
+      fill(this.scoring);
+      return;
+    }
+    const round = this.scored.at(-1).round;
+    const open = this.scoring.querySelector('details')?.open ?? false;
+    fill(this.scoring,
+      h('div', { class: 'round-scoring', 'data-testid': 'round-scoring', 'data-round': round },
+        h('b', { class: 'rs-title' }, t('roundScoring', { round })),
+        ...this.scored.filter((e) => e.round === round).map((e) => this.scoredHand(e))),
+      h('details', { class: 'points-details', 'data-testid': 'points-details', open },
+        h('summary', {}, t('pointsTable')), this.pointsTable()));
+  }
+
+  scoredHand(entry) {
+    return h('div', { class: 'hand-scored', 'data-testid': 'hand-scored', 'data-player': entry.player,
+      'data-points': entry.points, 'data-round': entry.round },
+      h('span', { class: 'hs-name' }, this.nameOf(entry.player)),
+      h('span', { class: 'hs-cards' }, ...entry.cards.map((id) => {
+        const card = cardById(id, this.seen);
+        const shown = cardFace(card);
+        return h('span', { class: `mini-card kind-${card.kind}`, 'data-testid': 'scored-card', 'data-card': id,
+          title: shown.name }, shown.face);
+      })),
+      h('span', { class: 'hs-points' }, t('pointsPlus', { n: signed(entry.points) })));
+  }
+
+  /**
+   * Points by round and player, with each seat's running score: the view's `score` when a view
+   * is on screen (the server's number), else the sum of the rounds. Null before any hand is counted.
+   */
+  pointsTable(view = this.view) {
+    if (!this.scored.length) return null;
+    const rounds = [...new Set(this.scored.map((e) => e.round))].sort((a, b) => a - b);
+    const players = view?.players.map((p) => p.id) ?? [...new Set(this.scored.map((e) => e.player))];
+    const cell = (player, round) => {
+      const points = this.scored.filter((e) => e.player === player && e.round === round);
+      return points.length ? points.reduce((sum, e) => sum + e.points, 0) : null;
+    };
+    return h('table', { class: 'points-table', 'data-testid': 'points-table' },
+      h('thead', {}, h('tr', {},
+        h('th', {}, t('tr_playerCol')),
+        ...rounds.map((r) => h('th', {}, t('roundCol', { n: r }))),
+        h('th', {}, t('tr_scoreCol')))),
+      h('tbody', {}, ...players.map((id) => {
+        const sum = rounds.reduce((total, r) => total + (cell(id, r) ?? 0), 0);
+        const score = view?.players.find((p) => p.id === id)?.score ?? sum;
+        return h('tr', { 'data-testid': 'points-row', 'data-player': id, 'data-score': score },
+          h('td', {}, this.nameOf(id)),
+          ...rounds.map((r) => {
+            const n = cell(id, r);
+            return h('td', { 'data-round': r, 'data-points': n ?? '' }, n === null ? '–' : String(n));
+          }),
+          h('td', { class: 'pt-total' }, String(score)));
+      })));
+  }
+
   // -- the view -------------------------------------------------------------------------------
 
   /** Render a new view; `previous` (if any) drives the animations. */
@@ -345,6 +512,10 @@ export class Table {
     this.view = view;
     if (!view.myTurn || (previous && previous.seq !== view.seq)) this.sending = false;
     if (this.selected && !view.hand?.some((e) => e.card.id === this.selected)) this.selected = null;
+    // A card tapped before my turn is confirmed at the total my turn starts with: one tap then
+    // previews again instead of playing at once.
+    if (view.myTurn && previous && !previous.myTurn) this.selected = null;
+    for (const entry of view.hand ?? []) this.seen.set(entry.card.id, entry.card);
     document.body.dataset.mode = view.mode;
     this.renderTotal(view.total);
     this.renderDirection(view.direction, previous?.direction);
@@ -361,6 +532,7 @@ export class Table {
     }
     this.renderMe(view);
     this.renderLeave(view);
+    if (this.scored.length) this.renderScoring();
     const last = view.recentPlays.at(-1);
     if (!last) fill(this.pile);
     else if (this.pile.dataset.card !== last.cardId) this.land({ ...last, kind: 'shown' }, false); // after a reload
@@ -377,10 +549,16 @@ export class Table {
     this.shownTotal = total;
     const ms = reducedMotion() ? 0 : Math.min(700, 60 + Math.abs(total - from) * 25);
     this.countUp = { from, to: total, start: performance.now(), ms };
-    const color = gaugeColor(total);
+    // Below 0 the arc runs the other way round from the top, in blue (003's 1980 -10).
+    const negative = total < 0;
+    const color = negative ? negativeColor(total) : gaugeColor(total);
     this.gaugeArc.setAttribute('stroke', color);
-    this.gaugeArc.setAttribute('stroke-dashoffset', String(CIRC(GAUGE_R) * (1 - Math.min(total, 99) / 99)));
+    this.gaugeArc.setAttribute('stroke-dashoffset', String(CIRC(GAUGE_R) * (1 - Math.min(Math.abs(total), 99) / 99)));
+    this.gaugeArc.setAttribute('transform', negative ? 'translate(260 0) scale(-1 1) rotate(-90 130 130)' : 'rotate(-90 130 130)');
+    this.gaugeArc.classList.toggle('negative', negative);
     this.gaugeSvg.dataset.level = gaugeLevel(total);
+    this.gaugeSvg.dataset.sign = negative ? 'negative' : 'positive';
+    this.totalEl.dataset.sign = negative ? 'negative' : 'positive';
     this.totalEl.style.color = color;
   }
 
@@ -430,8 +608,9 @@ export class Table {
           h('span', { class: 'hand-count', 'data-testid': 'hand-count' }, `🂠 ${t('handCount', { n: p.handCount })}`),
           showLives ? h('span', { class: 'lives', 'data-testid': 'lives', 'data-lives': p.lives }, hearts.length ? hearts : '–') : null,
           p.score !== undefined ? h('span', { class: 'score', 'data-testid': 'score', 'data-score': p.score }, `★${p.score}`) : null),
+        current ? this.owesBadge(view, 'seat-owes') : null,
         !p.alive ? h('div', { class: 'tag' }, t('eliminatedTag'))
-          : !connected ? h('div', { class: 'tag warn', 'data-testid': 'offline-tag' }, t('disconnected')) : null,
+          : !connected ? h('div', { class: 'tag warn', 'data-testid': 'offline-tag' }, t('disconnected')) : passTag(p),
       ));
     });
     fill(this.opponents, items);
@@ -453,6 +632,7 @@ export class Table {
       showLives ? h('span', { class: 'my-lives', 'data-testid': 'my-lives', 'data-lives': me.lives },
         this.rules ? `${this.tokenGlyph()}×${me.lives}` : '♥'.repeat(me.lives) || '♡') : null,
       me.score !== undefined ? h('span', { class: 'score', 'data-testid': 'my-score', 'data-score': me.score }, ` ★${me.score}`) : null,
+      current ? this.owesBadge(view, 'my-owes') : null,
       !me.alive ? h('span', { class: 'tag' }, t('eliminatedTag')) : null);
   }
 
@@ -474,9 +654,23 @@ export class Table {
         onclick: () => { this.confirmingLeave = false; this.renderLeave(this.view); } }, t('cancel')));
   }
 
+  /** 003's Play 2: the badge of what the player to move still owes this turn (2, or 1 more). */
+  owesBadge(view, testid) {
+    const owed = view.obligation ?? 0;
+    if (!owed || view.phase !== 'playing') return null;
+    return h('span', { class: 'owes', 'data-testid': testid, 'data-owed': String(owed) },
+      t(owed === 2 ? 'owesTwo' : 'owesOne'));
+  }
+
   renderStatus(view, previous) {
+    if (exchanging(view)) {
+      fill(this.status, exchangeStatus(view, (id) => this.nameOf(id)));
+      if (view.myTurn && !previous?.myTurn) this.sound('turn');
+      return;
+    }
     if (view.myTurn) {
-      fill(this.status, h('div', { class: 'my-turn', 'data-testid': 'my-turn' }, t('myTurn')));
+      fill(this.status, h('div', { class: 'my-turn', 'data-testid': 'my-turn' }, t('myTurn')),
+        this.owesBadge(view, 'obligation'));
       if (!previous?.myTurn) {
         this.sound('turn');
         if (navigator.vibrate && navigator.userActivation?.hasBeenActive) navigator.vibrate([120, 60, 120]);
@@ -485,14 +679,14 @@ export class Table {
       const name = this.nameOf(view.current);
       const text = view.current === null ? ''
         : view.viewer === null && !this.replay ? `${t('spectating')} · ${t('turnOf', { name })}` : t('turnOf', { name });
-      fill(this.status, h('div', { class: 'their-turn' }, text));
+      fill(this.status, h('div', { class: 'their-turn' }, text), view.current === null ? null : this.owesBadge(view, 'obligation'));
     }
   }
 
   renderRecent(view) {
     fill(this.recent,
       ...view.recentPlays.slice(-3).reverse().map((r) =>
-        h('li', {}, h('b', {}, this.nameOf(r.player)), ` ${r.face}${choiceText(r.choice)} → ${num(r.total)}`)),
+        h('li', {}, h('b', {}, this.nameOf(r.player)), ` ${faceText(r.face)}${choiceText(r.choice)} → ${num(r.total)}`)),
     );
   }
 
@@ -501,28 +695,54 @@ export class Table {
       fill(this.hand);
       return;
     }
+    const exchange = this.exchangeAction(view);
+    const swapping = new Set(exchange?.discard ?? []);
     fill(this.hand,
       ...view.hand.map((entry) => {
         const { card } = entry;
         const selected = this.selected === card.id;
+        const dead = isDead(entry);
         const firstRefusal = entry.choices.find((c) => !c.legal)?.reason;
-        const face = card.kind === 'joker' ? '🃏' : card.face;
+        const badge = dead ? t('deadBadge') : badgeFor(firstRefusal);
+        const { face, sub, name: word } = cardFace(card);
         return h('button', {
-          class: `card kind-${card.kind}${suitClass(card.id)}${entry.playable ? '' : ' unplayable'}${selected ? ' selected' : ''}`,
+          class: `card kind-${card.kind}${suitClass(card.id)}${entry.playable ? '' : ' unplayable'}${dead ? ' dead' : ''}${swapping.has(card.id) ? ' swapping' : ''}${selected ? ' selected' : ''}`,
           'data-testid': `card-${card.id}`, 'data-playable': String(entry.playable),
+          'data-dead': dead ? 'true' : null,
           'data-selected': selected ? 'true' : null, type: 'button',
-          'aria-label': `${card.kind === 'joker' ? 'JOKER' : card.face}${entry.playable ? '' : ` · ${badgeFor(firstRefusal)}`}`,
+          'aria-label': `${word}${dead ? ` · ${t('deadLabel')}` : entry.playable ? '' : ` · ${badge}`}`,
           'aria-pressed': String(selected),
           onclick: () => this.tapCard(entry),
         },
           h('span', { class: 'face' }, face),
-          card.kind === 'joker' ? h('span', { class: 'sub' }, 'JOKER') : null,
+          sub ? h('span', { class: 'sub' }, sub) : null,
+          dead ? h('span', { class: 'dead-mark', 'aria-hidden': 'true' }, '✕') : null,
           // The space keeps the face and the badge two words in the visible text, as in the label.
-          !entry.playable ? [' ', h('span', { class: 'badge', 'data-testid': 'card-badge' }, badgeFor(firstRefusal))] : null,
+          !entry.playable ? [' ', h('span', { class: 'badge', 'data-testid': 'card-badge' }, badge)] : null,
           selected ? this.previewBubble(entry) : null,
         );
       }),
     );
+    this.renderExchange(view, exchange);
+  }
+
+  /** The exchange the view offers (003: four ONO 99s for four new cards), as a ready play; or null. */
+  exchangeAction(view) {
+    if (!view.myTurn) return null;
+    return view.legalPlays?.find((lp) => lp.action.discard?.length)?.action ?? null;
+  }
+
+  /** The exchange button, above the hand, while the view offers it. */
+  renderExchange(view, action) {
+    if (!action) {
+      fill(this.exchange);
+      return;
+    }
+    fill(this.exchange, h('button', {
+      type: 'button', class: 'btn primary exchange', 'data-testid': 'discard-ono',
+      'data-cards': action.discard.join(' '), disabled: this.sending,
+      onclick: () => !this.sending && this.send(action),
+    }, t('discardBtn', { n: action.discard.length })));
   }
 
   /** The "내면 → 81" bubble, above the tapped card itself (single-choice cards). */
@@ -530,6 +750,10 @@ export class Table {
     if (entry.choices.length !== 1 || entry.jokerRange) return null;
     const choice = entry.choices[0];
     const canAct = this.view.myTurn && !this.sending;
+    if (exchanging(this.view)) {
+      return h('span', { class: 'preview', 'data-testid': 'preview' }, t('passBtn'), canAct ? h('small', {}, t('passHint')) : null);
+    }
+    if (pairPlays(this.view, entry.card.id).length) return null; // the panel offers it alone and as a pair
     return h('span', { class: `preview${choice.legal ? '' : ' refused'}`, 'data-testid': 'preview' },
       choice.legal ? t('play', { n: num(choice.result) }) : `${t('play', { n: num(choice.result) })} · ${badgeFor(choice.reason)}`,
       choice.legal && canAct ? h('small', {}, t('playHint')) : null);
@@ -537,6 +761,7 @@ export class Table {
 
   tapCard(entry) {
     const { view } = this;
+    if (isDead(entry)) return this.actions.toast(t('deadToast'));
     if (this.selected === entry.card.id && entry.choices.length === 1) {
       if (!view.myTurn) return this.actions.toast(t('notYourTurn'));
       const choice = entry.choices[0];
@@ -567,7 +792,8 @@ export class Table {
 
   renderPanel(view) {
     const entry = view.hand?.find((e) => e.card.id === this.selected);
-    if (!entry || (entry.choices.length === 1 && !entry.jokerRange)) {
+    const pairs = entry && view.myTurn ? pairPlays(view, entry.card.id) : [];
+    if (!entry || (entry.choices.length === 1 && !entry.jokerRange && !pairs.length)) {
       fill(this.panel);
       this.panel.classList.remove('open');
       return;
@@ -604,6 +830,12 @@ export class Table {
       );
     } else if (entry.jokerRange) {
       fill(this.panel, this.jokerDial(entry, canAct));
+    } else if (pairs.length) {
+      // A card that makes a pair: alone (as the second tap does) or with its partner.
+      const [alone] = entry.choices;
+      fill(this.panel,
+        button('choice-single', t('singleBtn', { a: card.face, n: num(alone.result) }), alone),
+        ...pairButtons(view, entry, button));
     }
   }
 
@@ -633,7 +865,7 @@ export class Table {
   /** Milliseconds left in the turn on screen, by the server's deadline and the server's clock. */
   timeLeft() {
     const view = this.view;
-    if (!view || view.phase !== 'playing' || this.replay) return null;
+    if (!view || !(view.phase === 'playing' || exchanging(view)) || this.replay) return null;
     return Math.max(0, view.deadline - this.actions.serverNow());
   }
 
