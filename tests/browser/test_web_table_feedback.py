@@ -17,6 +17,8 @@ import pytest
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from ninetynine.common.codec import enum_names
+from ninetynine.engine.v1 import game_pb2
 from tests.browser.conftest import Browser, Servers
 from tests.browser.test_web_table import HOOK, TURN_OVER, Tapper, _expect_attr, _joined
 
@@ -332,6 +334,33 @@ async def test_a_toast_covers_no_control_and_goes_away(servers: Servers, browser
         assert apart, f"the toast covers {await control.get_attribute('data-testid')}"
     await browser.screenshot("table-toast")
     await toast.wait_for(state="hidden", timeout=6000)
+
+
+async def test_a_suited_card_keeps_its_suits_colour_whatever_its_kind(
+    servers: Servers, browser: Browser
+) -> None:
+    """Classic's 4 of hearts is a reverse and a red card: the suit's colour wins over any kind's own
+    (ONO 99's unsuited Reverse is blue). Every kind the contract names, on a card of each colour."""
+    page = browser.page
+    await page.goto(servers.url)
+    kinds = [str(name) for name in enum_names(game_pb2.CardKind.DESCRIPTOR).values()]
+    colours: list[list[str]] = await page.evaluate(
+        """kinds => kinds.flatMap(kind => ['suit-red', 'suit-black'].map(suit => {
+            const card = document.createElement('button');
+            card.className = `card kind-${kind} ${suit}`;
+            const face = card.appendChild(document.createElement('span'));
+            face.className = 'face';
+            document.body.appendChild(card);
+            const colour = getComputedStyle(face).color;
+            card.remove();
+            return [kind, suit, colour];
+        }))""",
+        kinds,
+    )
+    expected = {"suit-red": "rgb(200, 16, 46)", "suit-black": "rgb(17, 17, 17)"}
+    wrong = [(kind, suit, colour) for kind, suit, colour in colours if colour != expected[suit]]
+    assert not wrong, f"kinds whose colour hides the suit: {wrong}"
+    assert len(colours) == 2 * len(kinds) >= 2 * 13
 
 
 async def test_classic_cards_have_suit_colours_and_help_fits_the_mode(
