@@ -10,12 +10,13 @@ line, metrics) and two echo services (bytes in, the same bytes out, no (de)seria
 * ``echo (engine server)`` -- the echo registered on the engine's own server, so it pays the
   same logging interceptor as ``Apply``: the difference to ``Apply`` is the engine's own work.
 
-The client is a synchronous grpc channel sending pre-serialized bytes (both methods alike).
+The client is a synchronous grpc channel sending pre-serialized bytes (every method alike).
 Requests rotate through every mid-game position of 40 random kr-product 4-player games
-(``bench.rules_apply.mid_game_positions``, ~600 distinct states), so no state is seen twice in
-a row; the engine's caches (option conversions, history records) see what they would see in
-production, where the same game comes back move after move. The three methods run in
-alternating blocks of :data:`BLOCK` calls so drifts in machine load hit all of them alike.
+(``bench.rules_apply.mid_game_positions``, ~600 distinct states). The unary ``Apply`` decodes
+every state it gets; only the ``ApplyMany`` stream, the session's path, keeps its answers decoded
+(:mod:`ninetynine.engine.recent`), which the in-process breakdown below measures. The three
+methods run in alternating blocks of :data:`BLOCK` calls so drifts in machine load hit all of
+them alike.
 
 Two placements: servers in a child process (the realistic one: client and server do not
 share a GIL) and servers on a thread of the bench process (shared GIL, everything slower).
@@ -31,12 +32,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
+from prometheus_client import CollectorRegistry
 
 from bench.framework import CaseResult, Report, percentile
 from bench.rules_apply import Position, apply_request_bytes, mid_game_positions
 from bench.servers import APPLY_METHOD, ECHO_METHOD, ServerProcess, ServerThread, start_engine_and_echo
 from ninetynine.common.logging import configure_logging
 from ninetynine.engine import convert
+from ninetynine.engine.applymany import answer_bytes
+from ninetynine.engine.handlers import EngineHandlers, RulesMetrics
+from ninetynine.engine.recent import RecentStates
 from ninetynine.engine.rules import Action, Event, GameState, Options, apply, validate_state
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 
@@ -177,12 +182,14 @@ def build_response(new_state: GameState, events: list[Event]) -> pb.ApplyRespons
     return response
 
 
-def handler_in_process(data: bytes) -> bytes:
-    """The whole Apply handler without gRPC (metrics and log line excluded)."""
-    request = pb.ApplyRequest.FromString(data)
-    state = convert.state_from_proto(request.state)
-    new_state, events = apply(state, request.player_id, convert.action_from_proto(request.action))
-    return build_response(new_state, events).SerializeToString()
+def _no_refusal(reason: str) -> None:
+    raise AssertionError(f"a benchmark call was refused: {reason}")
+
+
+def engine_handlers(memo: bool) -> EngineHandlers:
+    """The engine's own handlers (metrics on a private registry, no log fields), with or without its memo."""
+    recent = None if memo else RecentStates(0)
+    return EngineHandlers(RulesMetrics.create(CollectorRegistry()), log_fields=False, recent=recent)
 
 
 def measure_stages(report: Report, positions: list[Position]) -> None:
@@ -197,7 +204,25 @@ def measure_stages(report: Report, positions: list[Position]) -> None:
 
         return report.time_calls(name, make_call, samples=STAGE_SAMPLES)
 
-    whole = case("whole handler (bytes → bytes)", lambda s: handler_in_process(s.request_bytes))
+    remembering, forgetting = engine_handlers(memo=True), engine_handlers(memo=False)
+    # ApplyMany calls in the order the games were played: each carries the state the engine
+    # answered the previous one with (as the session sends them), except at a game's start.
+    calls = [
+        pb.ApplyManyRequest(call_id=1, apply=pb.ApplyRequest.FromString(s.request_bytes)).SerializeToString()
+        for s in prepared
+    ]
+
+    def on_stream(handlers: EngineHandlers) -> Callable[[int], Callable[[], object]]:
+        def make_call(i: int) -> Callable[[], object]:
+            data = calls[i % n]
+            return lambda: answer_bytes(handlers, data, "ko", None, _no_refusal)
+
+        return make_call
+
+    answered = report.time_calls(
+        "ApplyMany call, state it answered with", on_stream(remembering), samples=STAGE_SAMPLES
+    )
+    whole = report.time_calls("ApplyMany call, memo off", on_stream(forgetting), samples=STAGE_SAMPLES)
     parts = [
         case("1 parse ApplyRequest", lambda s: pb.ApplyRequest.FromString(s.request_bytes)),
         case(
@@ -213,7 +238,10 @@ def measure_stages(report: Report, positions: list[Position]) -> None:
         case("6 serialize ApplyResponse", lambda s: s.response.SerializeToString()),
     ]
     total = sum(p.median_us for p in parts)
-    report.note(f"sum of stage medians {total:.1f} µs (whole handler {whole.median_us:.1f} µs)")
+    report.note(
+        f"sum of stage medians {total:.1f} µs; an ApplyMany call {whole.median_us:.1f} µs with the memo "
+        f"off, {answered.median_us:.1f} µs when its state is one the engine answered with (2 and 3 skipped)"
+    )
 
 
 # -- entry point -------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def malformed_request(domain: str, detail: str) -> ServiceError:
     )
 
 
-def _checked(request: object, domain: str, on_refusal: OnRefusal) -> None:
+def checked(request: object, domain: str, on_refusal: OnRefusal) -> None:
+    """Refuse (MALFORMED_REQUEST, counted) a request that did not parse."""
     if isinstance(request, Undecodable):
         on_refusal(MALFORMED_REQUEST)
         raise malformed_request(domain, request.error)
@@ -110,28 +111,33 @@ def _method_handler(
     domain: str,
     on_refusal: OnRefusal,
     keep_unknown: bool,
+    raw: bool,
 ) -> grpc.RpcMethodHandler[Any, Any]:
     kw: dict[str, Any] = {
-        "request_deserializer": lenient(request_type, keep_unknown=keep_unknown),
+        "request_deserializer": None if raw else lenient(request_type, keep_unknown=keep_unknown),
         "response_serializer": _serialize,
     }
+    if raw:  # the behavior parses (and refuses) the bytes itself
+        if not (client_streaming and server_streaming):
+            raise ValueError("only a bidirectional stream takes its requests raw")
+        return grpc.stream_stream_rpc_method_handler(behavior, **kw)
 
     async def checked_stream(requests: AsyncIterable[Any]) -> AsyncIterator[Any]:
         async for request in requests:
-            _checked(request, domain, on_refusal)
+            checked(request, domain, on_refusal)
             yield request
 
     if not client_streaming and not server_streaming:
 
         async def unary_unary(request: Any, context: Context) -> Any:
-            _checked(request, domain, on_refusal)
+            checked(request, domain, on_refusal)
             return await behavior(request, context)
 
         return grpc.unary_unary_rpc_method_handler(unary_unary, **kw)
     if not client_streaming:
 
         async def unary_stream(request: Any, context: Context) -> AsyncIterator[Any]:
-            _checked(request, domain, on_refusal)
+            checked(request, domain, on_refusal)
             async for item in behavior(request, context):
                 yield item
 
@@ -157,11 +163,13 @@ def lenient_handler(
     on_refusal: OnRefusal | None = None,
     *,
     keep_unknown: bool = False,
+    raw: frozenset[str] = frozenset(),
 ) -> grpc.GenericRpcHandler[Any, Any]:
     """Every method of ``service``, served by the servicer's method of the same name, parsed leniently.
 
     ``on_refusal(reason)`` is called for each undecodable request (to count it by reason);
-    ``keep_unknown``: see the module doc.
+    ``keep_unknown``: see the module doc. The streaming methods named in ``raw`` get their requests
+    as the bytes that came (the servicer parses them, with :func:`lenient` and :func:`checked`).
     """
     count: OnRefusal = on_refusal or (lambda _reason: None)
     handlers = {
@@ -173,6 +181,7 @@ def lenient_handler(
             domain,
             count,
             keep_unknown,
+            method.name in raw,
         )
         for method in service.methods
     }

@@ -85,3 +85,17 @@ def field_payload(data: bytes, number: int) -> bytes | None:
         if field == number and wire == 2:
             found = data[value_start:end]
     return found
+
+
+def sole_payload(data: bytes, number: int) -> bytes | None:
+    """The payload of length-delimited field ``number`` when it occurs exactly once, else ``None``.
+
+    A field that occurs twice is parsed as the merge of both, which no single slice stands for.
+    """
+    found: bytes | None = None
+    for field, wire, _, value_start, end in _fields(data):
+        if field == number:
+            if found is not None or wire != 2:
+                return None
+            found = data[value_start:end]
+    return found

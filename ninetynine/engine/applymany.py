@@ -12,6 +12,11 @@ its message carries, the stream's ``accept-language`` when it carries none) and 
 ``ErrorInfo`` the unary call would have failed with; a request the stream cannot take (no
 ``call_id``, no call) is refused the same way and the stream goes on; bytes that do not parse end
 the call (MALFORMED_REQUEST).
+
+The stream takes its requests as bytes and sends its answers as bytes it serialized itself, so
+the state a call brings and the state its answer carries are slices of those bytes: the engine
+keeps its answers decoded by them (:mod:`ninetynine.engine.recent`), and a state that comes back
+as it went out is neither decoded nor encoded an extra time.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from ninetynine.common.context import (
     sanitize_request_id,
 )
 from ninetynine.common.errors import Lang, ServiceError, lang_from_metadata
+from ninetynine.common.lenient import checked, lenient
 from ninetynine.common.reasons import service_text
+from ninetynine.common.wire import sole_payload
 from ninetynine.engine.errors import ENGINE_DOMAIN
 from ninetynine.engine.handlers import EngineHandlers
 from ninetynine.engine.v1 import engine_service_pb2 as pb
@@ -42,6 +49,31 @@ __all__ = ["APPLY_METHOD", "TIMEOUT_METHOD", "Recorder", "apply_many"]
 # matches them and the unary `/ninetynine.engine.v1.EngineService/Apply` alike.
 APPLY_METHOD = "ApplyMany/Apply"
 TIMEOUT_METHOD = "ApplyMany/Timeout"
+
+# Field numbers of the state in a call and in its answer, by the call's kind.
+_CALL_FIELD = {
+    kind: pb.ApplyManyRequest.DESCRIPTOR.fields_by_name[kind].number for kind in ("apply", "timeout")
+}
+_ANSWER_FIELD = {
+    "apply": pb.ApplyManyResponse.DESCRIPTOR.fields_by_name["applied"].number,
+    "timeout": pb.ApplyManyResponse.DESCRIPTOR.fields_by_name["timed_out"].number,
+}
+_STATE_IN = {
+    "apply": pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number,
+    "timeout": pb.TimeoutRequest.DESCRIPTOR.fields_by_name["state"].number,
+}
+_STATE_OUT = {
+    "apply": pb.ApplyResponse.DESCRIPTOR.fields_by_name["state"].number,
+    "timeout": pb.TimeoutResponse.DESCRIPTOR.fields_by_name["state"].number,
+}
+_parse = lenient(pb.ApplyManyRequest, keep_unknown=True)
+
+
+def _state_slice(data: bytes, outer: int, inner: int) -> bytes | None:
+    """The state's bytes inside field ``outer`` of ``data`` (None unless each occurs once)."""
+    call = sole_payload(data, outer)
+    return None if call is None else sole_payload(call, inner)
+
 
 # CanonicalLogInterceptor.record: (method, code, seconds, fields, failure).
 Recorder = Callable[[str, grpc.StatusCode, float, dict[str, object], BaseException | None], None]
@@ -68,9 +100,14 @@ def _failure(status: status_pb2.Status, details: bool = True) -> pb.CallFailure:
 
 
 def answer(
-    handlers: EngineHandlers, request: pb.ApplyManyRequest, stream_lang: str, record: Recorder | None
+    handlers: EngineHandlers,
+    request: pb.ApplyManyRequest,
+    stream_lang: str,
+    record: Recorder | None,
+    state_wire: bytes | None = None,
 ) -> pb.ApplyManyResponse:
-    """The answer to one call, logged and counted as its unary twin would be."""
+    """The answer to one call, logged and counted as its unary twin would be (``state_wire``: the
+    bytes the call's state came as)."""
     call_id = request.call_id
     kind = request.WhichOneof("call")
     method = TIMEOUT_METHOD if kind == "timeout" else APPLY_METHOD
@@ -88,9 +125,11 @@ def answer(
                 handlers.metrics.refusals.labels("INVALID_CALL_ID").inc()
                 raise _stream_error("INVALID_CALL_ID")
             if kind == "apply":
-                out = pb.ApplyManyResponse(call_id=call_id, applied=handlers.apply(request.apply))
+                out = pb.ApplyManyResponse(call_id=call_id, applied=handlers.apply(request.apply, state_wire))
             elif kind == "timeout":
-                out = pb.ApplyManyResponse(call_id=call_id, timed_out=handlers.timeout(request.timeout))
+                out = pb.ApplyManyResponse(
+                    call_id=call_id, timed_out=handlers.timeout(request.timeout, state_wire)
+                )
             else:
                 handlers.metrics.refusals.labels("MISSING_CALL").inc()
                 raise _stream_error("MISSING_CALL", callId=call_id)
@@ -113,10 +152,37 @@ def answer(
 
 async def apply_many(
     handlers: EngineHandlers,
-    requests: AsyncIterable[pb.ApplyManyRequest],
+    requests: AsyncIterable[bytes],
     stream_lang: str,
     record: Recorder | None,
-) -> AsyncIterator[pb.ApplyManyResponse]:
-    """Answer each request in order until the caller half-closes."""
-    async for request in requests:
-        yield answer(handlers, request, stream_lang, record)
+) -> AsyncIterator[bytes]:
+    """Answer each request (its bytes) in order until the caller half-closes; each answer serialized."""
+    refusals = handlers.metrics.refusals
+
+    def refused(reason: str) -> None:
+        refusals.labels(reason).inc()
+
+    async for data in requests:
+        yield answer_bytes(handlers, data, stream_lang, record, refused)
+
+
+def answer_bytes(
+    handlers: EngineHandlers,
+    data: bytes,
+    stream_lang: str,
+    record: Recorder | None,
+    refused: Callable[[str], None],
+) -> bytes:
+    """The serialized answer to one call's bytes; its new state is remembered by its slice."""
+    request = _parse(data)
+    checked(request, ENGINE_DOMAIN, refused)
+    assert isinstance(request, pb.ApplyManyRequest)
+    kind = request.WhichOneof("call")
+    state_wire = None if kind is None else _state_slice(data, _CALL_FIELD[kind], _STATE_IN[kind])
+    out = answer(handlers, request, stream_lang, record, state_wire).SerializeToString()
+    result = _ANSWER_FIELD.get(kind or "")
+    if result is not None:
+        answered = _state_slice(out, result, _STATE_OUT[kind or ""])
+        if answered is not None:
+            handlers.remember_answer(answered)
+    return out

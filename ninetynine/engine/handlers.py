@@ -29,6 +29,7 @@ from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import Lang, ServiceError
 from ninetynine.engine import convert, games, rules
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rule_error, from_trick_error
+from ninetynine.engine.recent import RecentStates
 from ninetynine.engine.rules import CLASSIC, KR, PRESETS, GameState, Options, Reason, RuleError, RuleSet
 from ninetynine.engine.rules.overrides import MAX_OVERRIDE_TEXT, apply_overrides, label_options
 from ninetynine.engine.rules.presets import preset_names, rules_for
@@ -53,6 +54,7 @@ class RulesMetrics:
     games_setup: Counter
     games_finished: Counter
     moves_applied: Counter
+    states_received: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None) -> RulesMetrics:
@@ -77,6 +79,13 @@ class RulesMetrics:
                 "ninetynine_engine_moves_applied_total",
                 "Plays applied, by mode and source (player = Apply, timeout = Timeout).",
                 ("mode", "source"),
+                registry=registry,
+            ),
+            states_received=Counter(
+                "ninetynine_engine_states_received_total",
+                "Game states received with a request, by how they were read: reused (byte for byte"
+                " one this engine answered with lately, kept decoded) or decoded.",
+                ("how",),
                 registry=registry,
             ),
         )
@@ -174,8 +183,16 @@ class EngineHandlers:
     the current RPC's canonical line (the engine server); leave it off in-process.
     """
 
-    def __init__(self, metrics: RulesMetrics, *, log_fields: bool = True) -> None:
+    def __init__(
+        self, metrics: RulesMetrics, *, log_fields: bool = True, recent: RecentStates | None = None
+    ) -> None:
         self.metrics = metrics
+        # The states this engine answered with, decoded (:mod:`ninetynine.engine.recent`).
+        self.recent = RecentStates() if recent is None else recent
+        self._reused = metrics.states_received.labels("reused")
+        self._decoded = metrics.states_received.labels("decoded")
+        # The last answer's new state and the bytes its state came as, for remember_answer.
+        self._answered: tuple[bytes | None, GameState] | None = None
         self._bind: Callable[..., None] = bind_rpc_fields if log_fields else _no_fields
         # Every other game of the registry, by name: the handlers below serve the adding game and
         # hand any other game's requests to its service.
@@ -195,10 +212,28 @@ class EngineHandlers:
         short = RuleError(err.reason, **{k: _short(v) for k, v in err.meta.items()})
         return from_rule_error(short, ENGINE_DOMAIN)
 
-    def _state(self, msg: state_pb2.State) -> GameState:
-        state = convert.state_from_proto(msg)
+    def _state(self, msg: state_pb2.State, wire: bytes | None) -> GameState:
+        """The request's state, decoded and checked, or as this engine answered with it when it
+        came as ``wire`` (its bytes in the request) and they are those of a recent answer."""
+        state = None if wire is None else self.recent.get(wire)
+        if state is None:
+            self._decoded.inc()
+            state = convert.state_from_proto(msg)
+        else:
+            self._reused.inc()
         self._bind(mode=state.options.mode, seq=state.seq)
         return state
+
+    def remember_answer(self, wire: bytes) -> None:
+        """The last Apply or Timeout answered with its new state as ``wire``: keep it decoded.
+
+        Called by a caller that serializes the answer itself (:mod:`ninetynine.engine.applymany`),
+        so the state is encoded once, and the state that came in (by its bytes) is let go.
+        """
+        answered, self._answered = self._answered, None
+        if answered is not None:
+            before, state = answered
+            self.recent.moved(before, wire, state)
 
     def _played(self, before: GameState, after: GameState, source: str) -> None:
         mode = after.options.mode
@@ -248,13 +283,15 @@ class EngineHandlers:
         response.CopyFrom(_LIST_RULES)
         return response
 
-    def apply(self, request: pb.ApplyRequest) -> pb.ApplyResponse:
+    def apply(self, request: pb.ApplyRequest, state_wire: bytes | None = None) -> pb.ApplyResponse:
+        """Apply; ``state_wire``: the bytes ``request.state`` came as, when the caller has them."""
         return self.apply_to(
             request.state,
             request.player_id,
             request.action,
             expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
             now_ms=request.now_ms,
+            state_wire=state_wire,
         )
 
     def apply_to(
@@ -266,16 +303,18 @@ class EngineHandlers:
         expected_seq: int | None,
         now_ms: int,
         state_out: state_pb2.State | None = None,
+        state_wire: bytes | None = None,
     ) -> pb.ApplyResponse:
         """Apply's work on its request's parts; the new state goes into ``state_out`` when given
         (the response's ``state`` stays empty), so an in-process caller gets it without a copy."""
+        self._answered = None
         other = self._other(msg)
         if other is not None:
             return other.apply_to(
                 msg, player_id, action_msg, expected_seq=expected_seq, now_ms=now_ms, state_out=state_out
             )
         try:
-            state = self._state(msg)
+            state = self._state(msg, state_wire)
             check_room_for_a_move(state)
             action = convert.action_from_proto(action_msg)
             new_state, events = rules.apply(
@@ -287,6 +326,7 @@ class EngineHandlers:
         response = pb.ApplyResponse()
         _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events)
+        self._answered = (state_wire, new_state)
         return response
 
     def view(self, request: pb.ViewRequest, lang: Lang) -> pb.ViewResponse:
@@ -295,7 +335,7 @@ class EngineHandlers:
         if other is not None:
             return other.view(request, lang)
         try:
-            state = self._state(request.state)
+            state = self._state(request.state, None)
             view = rules.player_view(state, request.viewer_id or None)
         except RuleError as err:
             raise self.refusal(err) from None
@@ -303,11 +343,13 @@ class EngineHandlers:
         convert.view_into(view, state.options, response.view, lang, state.rules)
         return response
 
-    def timeout(self, request: pb.TimeoutRequest) -> pb.TimeoutResponse:
+    def timeout(self, request: pb.TimeoutRequest, state_wire: bytes | None = None) -> pb.TimeoutResponse:
+        """Timeout; ``state_wire``: as for :meth:`apply`."""
         return self.timeout_of(
             request.state,
             expected_seq=request.expected_seq if request.HasField("expected_seq") else None,
             now_ms=request.now_ms,
+            state_wire=state_wire,
         )
 
     def timeout_of(
@@ -317,13 +359,15 @@ class EngineHandlers:
         expected_seq: int | None,
         now_ms: int,
         state_out: state_pb2.State | None = None,
+        state_wire: bytes | None = None,
     ) -> pb.TimeoutResponse:
         """Timeout's work on its request's parts (``state_out``: as :meth:`apply_to`)."""
+        self._answered = None
         other = self._other(msg)
         if other is not None:
             return other.timeout_of(msg, expected_seq=expected_seq, now_ms=now_ms, state_out=state_out)
         try:
-            state = self._state(msg)
+            state = self._state(msg, state_wire)
             if expected_seq is not None and expected_seq != state.seq:
                 raise RuleError(Reason.STALE_STATE, expectedSeq=expected_seq, seq=state.seq)
             check_room_for_a_move(state)
@@ -348,6 +392,7 @@ class EngineHandlers:
                 convert.action_into(move, response.exchange_moves.add(player_id=who).action)
         _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events)
+        self._answered = (state_wire, new_state)
         return response
 
 

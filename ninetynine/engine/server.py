@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -81,10 +81,7 @@ class EngineMetrics(RulesMetrics):
     def create(cls, registry: CollectorRegistry | None = REGISTRY) -> EngineMetrics:
         rules_counters = RulesMetrics.create(None) if registry is None else rules_metrics(registry)
         return cls(
-            refusals=rules_counters.refusals,
-            games_setup=rules_counters.games_setup,
-            games_finished=rules_counters.games_finished,
-            moves_applied=rules_counters.moves_applied,
+            **{f.name: getattr(rules_counters, f.name) for f in fields(RulesMetrics)},
             rpc_duration=histogram(
                 "ninetynine_engine_rpc_duration_seconds",
                 "Latency of engine RPCs by method, status code and game mode.",
@@ -143,9 +140,9 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
 
     async def ApplyMany(  # type: ignore[override]
         self,
-        request_iterator: AsyncIterable[pb.ApplyManyRequest],
+        request_iterator: AsyncIterable[bytes],
         context: grpc.aio.ServicerContext[Any, Any],
-    ) -> AsyncIterator[pb.ApplyManyResponse]:
+    ) -> AsyncIterator[bytes]:
         async for answer in apply_many(self.handlers, request_iterator, accept_language(), self.record):
             yield answer
 
@@ -166,6 +163,7 @@ def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]
         ENGINE_DOMAIN,
         on_refusal=lambda reason: servicer.metrics.refusals.labels(reason).inc(),
         keep_unknown=True,
+        raw=frozenset({"ApplyMany"}),  # parsed by apply_many, which keeps the state's bytes
     )
 
 
