@@ -182,10 +182,6 @@ def build_response(new_state: GameState, events: list[Event]) -> pb.ApplyRespons
     return response
 
 
-def _no_refusal(reason: str) -> None:
-    raise AssertionError(f"a benchmark call was refused: {reason}")
-
-
 def engine_handlers(memo: bool) -> EngineHandlers:
     """The engine's own handlers (metrics on a private registry, no log fields), with or without its memo."""
     recent = None if memo else RecentStates(0)
@@ -215,7 +211,7 @@ def measure_stages(report: Report, positions: list[Position]) -> None:
     def on_stream(handlers: EngineHandlers) -> Callable[[int], Callable[[], object]]:
         def make_call(i: int) -> Callable[[], object]:
             data = calls[i % n]
-            return lambda: answer_bytes(handlers, data, "ko", None, _no_refusal)
+            return lambda: answer_bytes(handlers, data, "ko", None)
 
         return make_call
 

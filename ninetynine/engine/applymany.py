@@ -50,27 +50,30 @@ __all__ = ["APPLY_METHOD", "TIMEOUT_METHOD", "Recorder", "apply_many"]
 APPLY_METHOD = "ApplyMany/Apply"
 TIMEOUT_METHOD = "ApplyMany/Timeout"
 
-# Field numbers of the state in a call and in its answer, by the call's kind.
-_CALL_FIELD = {
-    kind: pb.ApplyManyRequest.DESCRIPTOR.fields_by_name[kind].number for kind in ("apply", "timeout")
-}
-_ANSWER_FIELD = {
-    "apply": pb.ApplyManyResponse.DESCRIPTOR.fields_by_name["applied"].number,
-    "timeout": pb.ApplyManyResponse.DESCRIPTOR.fields_by_name["timed_out"].number,
-}
-_STATE_IN = {
-    "apply": pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number,
-    "timeout": pb.TimeoutRequest.DESCRIPTOR.fields_by_name["state"].number,
-}
-_STATE_OUT = {
-    "apply": pb.ApplyResponse.DESCRIPTOR.fields_by_name["state"].number,
-    "timeout": pb.TimeoutResponse.DESCRIPTOR.fields_by_name["state"].number,
+# Where the state sits, by the call's kind: (call field, its state) in a request and
+# (answer field, its state) in the answer.
+_STATE_PATHS = {
+    kind: (
+        (
+            pb.ApplyManyRequest.DESCRIPTOR.fields_by_name[kind].number,
+            request.DESCRIPTOR.fields_by_name["state"].number,
+        ),
+        (
+            pb.ApplyManyResponse.DESCRIPTOR.fields_by_name[answer].number,
+            response.DESCRIPTOR.fields_by_name["state"].number,
+        ),
+    )
+    for kind, request, answer, response in (
+        ("apply", pb.ApplyRequest, "applied", pb.ApplyResponse),
+        ("timeout", pb.TimeoutRequest, "timed_out", pb.TimeoutResponse),
+    )
 }
 _parse = lenient(pb.ApplyManyRequest, keep_unknown=True)
 
 
-def _state_slice(data: bytes, outer: int, inner: int) -> bytes | None:
-    """The state's bytes inside field ``outer`` of ``data`` (None unless each occurs once)."""
+def _state_slice(data: bytes, path: tuple[int, int]) -> bytes | None:
+    """The state's bytes at ``path`` (outer field, inner field) of ``data``; None unless each occurs once."""
+    outer, inner = path
     call = sole_payload(data, outer)
     return None if call is None else sole_payload(call, inner)
 
@@ -104,7 +107,7 @@ def answer(
     request: pb.ApplyManyRequest,
     stream_lang: str,
     record: Recorder | None,
-    state_wire: bytes | None = None,
+    state_wire: bytes | None,
 ) -> pb.ApplyManyResponse:
     """The answer to one call, logged and counted as its unary twin would be (``state_wire``: the
     bytes the call's state came as)."""
@@ -157,32 +160,22 @@ async def apply_many(
     record: Recorder | None,
 ) -> AsyncIterator[bytes]:
     """Answer each request (its bytes) in order until the caller half-closes; each answer serialized."""
-    refusals = handlers.metrics.refusals
-
-    def refused(reason: str) -> None:
-        refusals.labels(reason).inc()
-
     async for data in requests:
-        yield answer_bytes(handlers, data, stream_lang, record, refused)
+        yield answer_bytes(handlers, data, stream_lang, record)
 
 
-def answer_bytes(
-    handlers: EngineHandlers,
-    data: bytes,
-    stream_lang: str,
-    record: Recorder | None,
-    refused: Callable[[str], None],
-) -> bytes:
+def answer_bytes(handlers: EngineHandlers, data: bytes, stream_lang: str, record: Recorder | None) -> bytes:
     """The serialized answer to one call's bytes; its new state is remembered by its slice."""
     request = _parse(data)
-    checked(request, ENGINE_DOMAIN, refused)
+    checked(request, ENGINE_DOMAIN, handlers.count_refusal)
     assert isinstance(request, pb.ApplyManyRequest)
     kind = request.WhichOneof("call")
-    state_wire = None if kind is None else _state_slice(data, _CALL_FIELD[kind], _STATE_IN[kind])
+    paths = _STATE_PATHS.get(kind) if kind is not None else None
+    state_wire = None if paths is None else _state_slice(data, paths[0])
     out = answer(handlers, request, stream_lang, record, state_wire).SerializeToString()
-    result = _ANSWER_FIELD.get(kind or "")
-    if result is not None:
-        answered = _state_slice(out, result, _STATE_OUT[kind or ""])
-        if answered is not None:
-            handlers.remember_answer(answered)
+    answered = handlers.take_answered()
+    if answered is not None and paths is not None:
+        wire = _state_slice(out, paths[1])
+        if wire is not None:
+            handlers.recent.moved(state_wire, wire, answered)
     return out

@@ -191,8 +191,8 @@ class EngineHandlers:
         self.recent = RecentStates() if recent is None else recent
         self._reused = metrics.states_received.labels("reused")
         self._decoded = metrics.states_received.labels("decoded")
-        # The last answer's new state and the bytes its state came as, for remember_answer.
-        self._answered: tuple[bytes | None, GameState] | None = None
+        # The new state of the last Apply or Timeout answered, for take_answered.
+        self._answered: GameState | None = None
         self._bind: Callable[..., None] = bind_rpc_fields if log_fields else _no_fields
         # Every other game of the registry, by name: the handlers below serve the adding game and
         # hand any other game's requests to its service.
@@ -224,16 +224,18 @@ class EngineHandlers:
         self._bind(mode=state.options.mode, seq=state.seq)
         return state
 
-    def remember_answer(self, wire: bytes) -> None:
-        """The last Apply or Timeout answered with its new state as ``wire``: keep it decoded.
+    def take_answered(self) -> GameState | None:
+        """The new state of the Apply or Timeout just answered (None after a refusal, or once taken).
 
-        Called by a caller that serializes the answer itself (:mod:`ninetynine.engine.applymany`),
-        so the state is encoded once, and the state that came in (by its bytes) is let go.
+        For a caller that serializes the answer itself (:mod:`ninetynine.engine.applymany`) and so
+        has the state's bytes to keep it by in :attr:`recent`.
         """
         answered, self._answered = self._answered, None
-        if answered is not None:
-            before, state = answered
-            self.recent.moved(before, wire, state)
+        return answered
+
+    def count_refusal(self, reason: str) -> None:
+        """Count a request refused before the rules saw it (MALFORMED_REQUEST...)."""
+        self.metrics.refusals.labels(reason).inc()
 
     def _played(self, before: GameState, after: GameState, source: str) -> None:
         mode = after.options.mode
@@ -326,7 +328,7 @@ class EngineHandlers:
         response = pb.ApplyResponse()
         _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events)
-        self._answered = (state_wire, new_state)
+        self._answered = new_state
         return response
 
     def view(self, request: pb.ViewRequest, lang: Lang) -> pb.ViewResponse:
@@ -392,7 +394,7 @@ class EngineHandlers:
                 convert.action_into(move, response.exchange_moves.add(player_id=who).action)
         _state_into(new_state, response.state if state_out is None else state_out)
         convert.events_into(events, response.events)
-        self._answered = (state_wire, new_state)
+        self._answered = new_state
         return response
 
 

@@ -161,7 +161,7 @@ def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]
         pb.DESCRIPTOR.services_by_name["EngineService"],
         servicer,
         ENGINE_DOMAIN,
-        on_refusal=lambda reason: servicer.metrics.refusals.labels(reason).inc(),
+        on_refusal=servicer.handlers.count_refusal,
         keep_unknown=True,
         raw=frozenset({"ApplyMany"}),  # parsed by apply_many, which keeps the state's bytes
     )
