@@ -4,7 +4,7 @@ Two steps, as in the grpc Python examples, so tests can run a server without sig
 
     server, port, health = create_server("127.0.0.1:0", service_names=[ENGINE_SERVICE_NAME],
                                          interceptors=[CanonicalLogInterceptor("engine", hist)])
-    engine_pb2_grpc.add_EngineServiceServicer_to_server(EngineServicer(), server)
+    server.add_generic_rpc_handlers((engine_handler(EngineServicer()),))
     await serve(server, health, grace=5.0, service_names=[ENGINE_SERVICE_NAME])
 
 :func:`create_server` returns the server *not started*, so the caller adds its servicers first.

@@ -118,9 +118,11 @@ def _method_handler(
         "response_serializer": _serialize,
     }
     if raw:  # the behavior parses (and refuses) the bytes itself
-        if not (client_streaming and server_streaming):
-            raise ValueError("only a bidirectional stream takes its requests raw")
-        return grpc.stream_stream_rpc_method_handler(behavior, **kw)
+        if client_streaming and server_streaming:
+            return grpc.stream_stream_rpc_method_handler(behavior, **kw)
+        if not (client_streaming or server_streaming):
+            return grpc.unary_unary_rpc_method_handler(behavior, **kw)
+        raise ValueError("only a unary call or a bidirectional stream takes its requests raw")
 
     async def checked_stream(requests: AsyncIterable[Any]) -> AsyncIterator[Any]:
         async for request in requests:
@@ -168,8 +170,9 @@ def lenient_handler(
     """Every method of ``service``, served by the servicer's method of the same name, parsed leniently.
 
     ``on_refusal(reason)`` is called for each undecodable request (to count it by reason);
-    ``keep_unknown``: see the module doc. The streaming methods named in ``raw`` get their requests
-    as the bytes that came (the servicer parses them, with :func:`lenient` and :func:`checked`).
+    ``keep_unknown``: see the module doc. The unary and bidirectional methods named in ``raw`` get
+    their requests as the bytes that came (the servicer parses them, with :func:`lenient` and
+    :func:`checked`).
     """
     count: OnRefusal = on_refusal or (lambda _reason: None)
     handlers = {

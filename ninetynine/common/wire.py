@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["field_payload", "length_delimited", "read_varint", "varint", "varint_field"]
+__all__ = ["field_payload", "first_payload", "length_delimited", "read_varint", "varint", "varint_field"]
 
 
 def varint(value: int) -> bytes:
@@ -85,6 +85,18 @@ def field_payload(data: bytes, number: int) -> bytes | None:
         if field == number and wire == 2:
             found = data[value_start:end]
     return found
+
+
+def first_payload(data: bytes, number: int) -> bytes | None:
+    """The payload of the first length-delimited field ``number``, read no further than it.
+
+    For a message this process serialized itself, where the field occurs once: protobuf writes
+    known fields in number order, so a low-numbered field is found within the first few.
+    """
+    for field, wire, _, value_start, end in _fields(data):
+        if field == number and wire == 2:
+            return data[value_start:end]
+    return None
 
 
 def sole_payload(data: bytes, number: int) -> bytes | None:

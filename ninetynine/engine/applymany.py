@@ -38,10 +38,10 @@ from ninetynine.common.context import (
 from ninetynine.common.errors import Lang, ServiceError, lang_from_metadata
 from ninetynine.common.lenient import checked, lenient
 from ninetynine.common.reasons import service_text
-from ninetynine.common.wire import sole_payload
 from ninetynine.engine.errors import ENGINE_DOMAIN
 from ninetynine.engine.handlers import EngineHandlers
 from ninetynine.engine.v1 import engine_service_pb2 as pb
+from ninetynine.engine.wirecalls import APPLY_STATE, TIMEOUT_STATE, StatePath, keep_answer, state_slice
 
 __all__ = ["APPLY_METHOD", "TIMEOUT_METHOD", "Recorder", "apply_many"]
 
@@ -50,32 +50,18 @@ __all__ = ["APPLY_METHOD", "TIMEOUT_METHOD", "Recorder", "apply_many"]
 APPLY_METHOD = "ApplyMany/Apply"
 TIMEOUT_METHOD = "ApplyMany/Timeout"
 
-# Where the state sits, by the call's kind: (call field, its state) in a request and
-# (answer field, its state) in the answer.
-_STATE_PATHS = {
+# Where the state sits, by the call's kind: the call's field, then its state's (request and answer).
+_STATE_PATHS: dict[str, tuple[StatePath, StatePath]] = {
     kind: (
-        (
-            pb.ApplyManyRequest.DESCRIPTOR.fields_by_name[kind].number,
-            request.DESCRIPTOR.fields_by_name["state"].number,
-        ),
-        (
-            pb.ApplyManyResponse.DESCRIPTOR.fields_by_name[answer].number,
-            response.DESCRIPTOR.fields_by_name["state"].number,
-        ),
+        (pb.ApplyManyRequest.DESCRIPTOR.fields_by_name[kind].number, *request_path),
+        (pb.ApplyManyResponse.DESCRIPTOR.fields_by_name[answer].number, *answer_path),
     )
-    for kind, request, answer, response in (
-        ("apply", pb.ApplyRequest, "applied", pb.ApplyResponse),
-        ("timeout", pb.TimeoutRequest, "timed_out", pb.TimeoutResponse),
+    for kind, answer, (request_path, answer_path) in (
+        ("apply", "applied", APPLY_STATE),
+        ("timeout", "timed_out", TIMEOUT_STATE),
     )
 }
 _parse = lenient(pb.ApplyManyRequest, keep_unknown=True)
-
-
-def _state_slice(data: bytes, path: tuple[int, int]) -> bytes | None:
-    """The state's bytes at ``path`` (outer field, inner field) of ``data``; None unless each occurs once."""
-    outer, inner = path
-    call = sole_payload(data, outer)
-    return None if call is None else sole_payload(call, inner)
 
 
 # CanonicalLogInterceptor.record: (method, code, seconds, fields, failure).
@@ -171,11 +157,8 @@ def answer_bytes(handlers: EngineHandlers, data: bytes, stream_lang: str, record
     assert isinstance(request, pb.ApplyManyRequest)
     kind = request.WhichOneof("call")
     paths = _STATE_PATHS.get(kind) if kind is not None else None
-    state_wire = None if paths is None else _state_slice(data, paths[0])
+    state_wire = None if paths is None else state_slice(data, paths[0])
     out = answer(handlers, request, stream_lang, record, state_wire).SerializeToString()
-    answered = handlers.take_answered()
-    if answered is not None and paths is not None:
-        wire = _state_slice(out, paths[1])
-        if wire is not None:
-            handlers.recent.moved(state_wire, wire, answered)
+    if paths is not None:
+        keep_answer(handlers, state_wire, out, paths[1])
     return out

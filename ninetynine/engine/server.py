@@ -48,6 +48,7 @@ from ninetynine.engine.handlers import EngineHandlers, RulesMetrics, rules_metri
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import rules_pb2
+from ninetynine.engine.wirecalls import answer_apply, answer_timeout
 
 ENGINE_SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["EngineService"].full_name
 
@@ -118,20 +119,20 @@ class EngineServicer(pb_grpc.EngineServiceServicer):
     ) -> pb.SetupResponse:
         return self.handlers.setup(request)
 
-    async def Apply(
-        self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.ApplyResponse:
-        return self.handlers.apply(request)
+    async def Apply(  # type: ignore[override]
+        self, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bytes:
+        return answer_apply(self.handlers, request)
 
     async def View(
         self, request: pb.ViewRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ViewResponse:
         return self.handlers.view(request, lang_from_metadata(context.invocation_metadata()))
 
-    async def Timeout(
-        self, request: pb.TimeoutRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.TimeoutResponse:
-        return self.handlers.timeout(request)
+    async def Timeout(  # type: ignore[override]
+        self, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bytes:
+        return answer_timeout(self.handlers, request)
 
     async def ListRules(
         self, request: rules_pb2.ListRulesRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -163,7 +164,8 @@ def engine_handler(servicer: EngineServicer) -> grpc.GenericRpcHandler[Any, Any]
         ENGINE_DOMAIN,
         on_refusal=servicer.handlers.count_refusal,
         keep_unknown=True,
-        raw=frozenset({"ApplyMany"}),  # parsed by apply_many, which keeps the state's bytes
+        # Parsed by ninetynine.engine.wirecalls, which keeps the answered states by their bytes.
+        raw=frozenset({"Apply", "Timeout", "ApplyMany"}),
     )
 
 

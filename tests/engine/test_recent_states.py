@@ -21,6 +21,7 @@ from ninetynine.engine.rules import GameState, timeout_action
 from ninetynine.engine.rules.presets import preset_names
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import state_pb2
+from tests.engine.forged import move_with_state_in_two_parts
 
 
 async def _items(data: list[bytes]) -> AsyncIterator[bytes]:
@@ -167,16 +168,7 @@ def test_a_state_sent_in_two_parts_is_read_as_their_merge() -> None:
     """Protobuf merges a field sent twice: the call's state is then no single slice of its bytes,
     so it is decoded as the merge, never matched against a remembered state by its first part."""
     handlers = _handlers()
-    answered = _first_move(handlers)
-    game = _decoded(answered)
-    request = pb.ApplyRequest(player_id=game.current, now_ms=2)
-    convert.action_into(timeout_action(game), request.action)
-    state_field = pb.ApplyRequest.DESCRIPTOR.fields_by_name["state"].number
-    forged = (
-        request.SerializeToString()
-        + length_delimited(state_field, answered.SerializeToString())
-        + length_delimited(state_field, state_pb2.State(total=500).SerializeToString())
-    )
+    forged = move_with_state_in_two_parts(_first_move(handlers), now_ms=2)
     apply_field = pb.ApplyManyRequest.DESCRIPTOR.fields_by_name["apply"].number
     call = pb.ApplyManyRequest(call_id=1).SerializeToString() + length_delimited(apply_field, forged)
     answer = _call(handlers, call)

@@ -296,10 +296,13 @@ def test_a_state_at_a_counters_limit_is_viewed_but_not_played_on(
         assert "no room for another move" in only_error_info(err).metadata["detail"]
 
 
-def test_unparsable_request_is_invalid_argument_not_internal(engine: RunningEngine) -> None:
+@pytest.mark.parametrize("method", ["Apply", "Timeout", "View", "Setup"])
+def test_unparsable_request_is_invalid_argument_not_internal(engine: RunningEngine, method: str) -> None:
     with grpc.insecure_channel(engine.target) as channel:
         raw = channel.unary_unary(
-            "/ninetynine.engine.v1.EngineService/Apply", request_serializer=None, response_deserializer=None
+            f"/ninetynine.engine.v1.EngineService/{method}",
+            request_serializer=None,
+            response_deserializer=None,
         )
         with pytest.raises(grpc.RpcError) as caught:
             raw(b"\x0a\xff\xff\xff\xff\x0f", timeout=5)  # a length prefix far past the end

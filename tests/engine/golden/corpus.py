@@ -243,8 +243,9 @@ class InProcessEngine:
 
     Each request goes through the method table the server registers
     (:func:`ninetynine.engine.server.engine_handler`): the request deserializer (bytes to request,
-    or MALFORMED_REQUEST), the servicer (:class:`~ninetynine.engine.handlers.EngineHandlers`) and
-    the response serializer (response to bytes). A refusal goes through
+    or MALFORMED_REQUEST; none for a method that parses its own bytes), the servicer
+    (:class:`~ninetynine.engine.handlers.EngineHandlers`) and the response serializer (response to
+    bytes). A refusal goes through
     :func:`ninetynine.common.errors.abort`, which the server's interceptor calls, into the status
     code, message and ``grpc-status-details-bin`` trailer grpc would send, read back as a client
     reads them. Left out: grpc's C core (HTTP/2 framing, which passes bytes through untouched)
@@ -268,7 +269,9 @@ class InProcessEngine:
         handler = self._methods[method]
         context = _Context(lang)
         try:
-            response = await handler.unary_unary(handler.request_deserializer(request), context)
+            # A method registered raw (no deserializer) parses its bytes itself, as under grpc.
+            parse = handler.request_deserializer
+            response = await handler.unary_unary(request if parse is None else parse(request), context)
         except ServiceError as err:
             with suppress(grpc.aio.AbortError):
                 await abort(context, err)  # type: ignore[arg-type]
