@@ -113,7 +113,8 @@ def record(report: Report, suite: str, name: str, ns: list[int], base: CaseResul
 def measure_round_trips(
     report: Report, placement: str, ports: dict[str, int], requests: list[bytes]
 ) -> float:
-    """Time echo (bare), echo (engine server) and Apply both ways; return the chained Apply/echo p50 ratio."""
+    """Time echo (bare), echo (engine server) and Apply both ways; return the Apply/echo p50 ratio of
+    requests carrying the state the engine answered with."""
     count = report.samples(CALLS)
     with (
         grpc.insecure_channel(f"127.0.0.1:{ports['engine']}") as engine_channel,

@@ -12,6 +12,7 @@ MALFORMED_REQUEST, never INTERNAL.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -61,12 +62,12 @@ def state_slice(data: bytes, path: StatePath, *, ours: bool = False) -> bytes | 
     walk stops at the field.
     """
     find = first_payload if ours else sole_payload
-    found: bytes | None = data
     for number in path:
+        found = find(data, number)
         if found is None:
             return None
-        found = find(found, number)
-    return found
+        data = found
+    return data
 
 
 def keep_answer(handlers: EngineHandlers, before: bytes | None, out: bytes, path: StatePath) -> None:
@@ -84,7 +85,7 @@ def _answer(
     data: bytes,
     parse: Callable[[bytes], object],
     paths: tuple[StatePath, StatePath],
-    handle: Callable[[object, bytes | None], Message],
+    handle: Callable[[Any, bytes | None], Message],  # takes what ``parse`` gives, once checked
 ) -> bytes:
     request = parse(data)
     checked(request, ENGINE_DOMAIN, handlers.count_refusal)
@@ -96,9 +97,9 @@ def _answer(
 
 def answer_apply(handlers: EngineHandlers, data: bytes) -> bytes:
     """The serialized ``ApplyResponse`` to an ``ApplyRequest``'s bytes (refusals raise ServiceError)."""
-    return _answer(handlers, data, _parse_apply, APPLY_STATE, handlers.apply)  # type: ignore[arg-type]
+    return _answer(handlers, data, _parse_apply, APPLY_STATE, handlers.apply)
 
 
 def answer_timeout(handlers: EngineHandlers, data: bytes) -> bytes:
     """The serialized ``TimeoutResponse`` to a ``TimeoutRequest``'s bytes (refusals raise ServiceError)."""
-    return _answer(handlers, data, _parse_timeout, TIMEOUT_STATE, handlers.timeout)  # type: ignore[arg-type]
+    return _answer(handlers, data, _parse_timeout, TIMEOUT_STATE, handlers.timeout)
