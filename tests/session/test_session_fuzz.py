@@ -65,6 +65,8 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
             engine_target=f"127.0.0.1:{engine_port}",
             store_url=f"sqlite:///{db}",
             time_scale=100,
+            # A caught-up Subscribe is accepted and quiet: its heartbeat shows that within a call's 5 s.
+            stream_heartbeat_s=1.0,
             registry=registry,
         )
         await session.start()
@@ -173,6 +175,13 @@ def refused_changes_nothing(run: Running, method: str, request: Message | bytes)
     check_outcome(err)
     if err is not None:
         assert snapshot(run) == before, f"refused {method} changed the room"
+
+
+def test_a_caught_up_subscription_is_accepted_not_timed_out(running: Running) -> None:
+    """``after_seq`` equal to the room's last seq: nothing to replay, and the call stays open."""
+    last = running.stub.GetRoom(pb.GetRoomRequest(room_id=running.room_id)).room.last_seq
+    request = pb.SubscribeRequest(token=running.tokens[2], after_seq=last)
+    assert call(running, "Subscribe", request) is None
 
 
 # -- random bytes ---------------------------------------------------------------------------------
