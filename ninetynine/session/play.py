@@ -2,11 +2,16 @@
 
 A play's outcome, applied or refused by the rules, is committed before it is answered (with the
 seat's ``client_seq``), so that a resent play gets its first outcome back on any replica and a
-refused one is never applied later. :func:`advance` records a move in the document; the deadline
-scheduler's bot and timeout moves go through it too.
+refused one is never applied later. An applied play's answer is also committed on the move's last
+event (``RoomEvent.play_answer``), so that a caller following the room learns it from the room's
+stream without an answer of its own (``PlayManyRequest.answer_on_room_stream``).
+:func:`advance` records a move in the document; the deadline scheduler's bot and timeout moves go
+through it too.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ninetynine.common.context import bind_rpc_fields
 from ninetynine.common.errors import ServiceError
@@ -32,6 +37,14 @@ def advance(
         doc.phase = pb.ROOM_PHASE_FINISHED
 
 
+@dataclass(frozen=True, slots=True)
+class PlayOutcome:
+    """What a play returned, and whether its answer rides the move's last event (a new move)."""
+
+    response: pb.PlayResponse
+    on_room_stream: bool
+
+
 class Plays:
     """The Play RPC's logic."""
 
@@ -45,7 +58,7 @@ class Plays:
         client_seq: int,
         action: game_pb2.Action,
         expected_move_seq: int | None = None,
-    ) -> pb.PlayResponse:
+    ) -> PlayOutcome:
         """Apply one play; ``expected_move_seq`` (the move counter of the view it was chosen from)
         refuses it with VIEW_OUTDATED once the game has moved past that view."""
         if client_seq < 1:
@@ -95,19 +108,28 @@ class Plays:
             seat.last_outcome_seq = doc.last_seq + len(out.events)
             seat.last_outcome_total = games.of(doc).outcome_total(doc)
             seat.ClearField("last_refusal")
+            if out.events:
+                answer = out.events[-1][0].play_answer
+                answer.player_id = caller.player_id
+                answer.response.client_seq = client_seq
+                answer.response.seq = seat.last_outcome_seq
+                answer.response.total = seat.last_outcome_total
             return out
 
         try:
-            loaded, _ = await self.cache.mutate(room_id, step)
+            loaded, committed = await self.cache.mutate(room_id, step)
         except NoChange as dup:
             assert isinstance(dup.answer, pb.PlayResponse)
-            return dup.answer
+            return PlayOutcome(dup.answer, on_room_stream=False)
         if refusal:
             raise refusal[0]
+        if committed.events:
+            return PlayOutcome(committed.events[-1][0].play_answer.response, on_room_stream=True)
         seat = rooms.seat_of(loaded.doc, rooms.identify(loaded.doc, token).player_id or "")
-        return pb.PlayResponse(
+        response = pb.PlayResponse(
             client_seq=client_seq, seq=seat.last_outcome_seq, total=seat.last_outcome_total
         )
+        return PlayOutcome(response, on_room_stream=False)
 
     async def _judge(
         self,

@@ -4,7 +4,10 @@ A unary ``Play`` call per move would cost a gateway playing for thousands of cli
 stack the unary-call machinery costs more CPU on both ends than a message on a stream that is
 already open. Here each request of a PlayMany call runs :func:`play` (what the unary Play runs) in
 its own task, so the plays of different rooms go on concurrently, and each answer is written as
-soon as it is ready, tagged with the request's ``call_id``: answers may overtake each other.
+soon as it is ready, tagged with the request's ``call_id``: answers may overtake each other. A
+play sent with ``answer_on_room_stream`` that is applied as a new move gets no answer here: the
+move's last event carries it (``RoomEvent.play_answer``) to a caller that follows the room anyway,
+one message less per move.
 
 Every play is still its own request: it runs in its own request scope (the request id and
 language its message carries, the stream's ``accept-language`` when it carries none) and gets
@@ -46,6 +49,7 @@ from ninetynine.common.errors import Lang, ServiceError, lang_from_metadata
 from ninetynine.common.reasons import service_text
 from ninetynine.session.draining import DrainableCall
 from ninetynine.session.errors import session_error
+from ninetynine.session.play import PlayOutcome
 from ninetynine.session.service import RoomService
 from ninetynine.session.v1 import session_service_pb2 as pb
 
@@ -64,13 +68,13 @@ Recorder = Callable[[str, grpc.StatusCode, float, dict[str, object], BaseExcepti
 _ORPHANS: set[asyncio.Task[None]] = set()
 
 
-async def play(rooms: RoomService, request: pb.PlayRequest) -> pb.PlayResponse:
+async def play(rooms: RoomService, request: pb.PlayRequest) -> PlayOutcome:
     """One play, as the unary Play and PlayMany both run it; binds its canonical-line fields."""
     bind_rpc_fields(room_id=request.token.partition(".")[0][:16], client_seq=request.client_seq)
     expected = request.expected_move_seq if request.HasField("expected_move_seq") else None
-    response = await rooms.plays.play(request.token, request.client_seq, request.action, expected)
-    bind_rpc_fields(seq=response.seq, duplicate=response.duplicate)
-    return response
+    outcome = await rooms.plays.play(request.token, request.client_seq, request.action, expected)
+    bind_rpc_fields(seq=outcome.response.seq, duplicate=outcome.response.duplicate)
+    return outcome
 
 
 def _failure(status: status_pb2.Status, details: bool = True) -> pb.PlayFailure:
@@ -165,7 +169,12 @@ class PlayMany(DrainableCall):
                     raise session_error("INVALID_CALL_ID")
                 if not request.HasField("play"):
                     raise session_error("MISSING_PLAY", callId=call_id)
-                answer = pb.PlayManyResponse(call_id=call_id, played=await play(self.rooms, request.play))
+                outcome = await play(self.rooms, request.play)
+                if request.answer_on_room_stream and outcome.on_room_stream:
+                    bind_rpc_fields(answered="room_stream")
+                    self.slots.release()  # no answer to write
+                    return
+                answer = pb.PlayManyResponse(call_id=call_id, played=outcome.response)
             except ServiceError as err:
                 code = err.code
                 self.rooms.metrics.refusals.labels(err.reason).inc()

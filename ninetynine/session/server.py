@@ -146,7 +146,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
         try:
-            return await play(self.rooms, request)
+            return (await play(self.rooms, request)).response
         except ServiceError as err:
             await self._refuse(context, err)
 

@@ -113,7 +113,10 @@ class Views:
         event = pb.RoomEvent.FromString(stored.payload)
         if visible(stored, viewer):
             return event
-        return pb.RoomEvent(seq=event.seq, at_ms=event.at_ms, batch_end=event.batch_end, hidden=pb.Hidden())
+        hidden = pb.RoomEvent(seq=event.seq, at_ms=event.at_ms, batch_end=event.batch_end, hidden=pb.Hidden())
+        if event.HasField("play_answer"):  # the mover's answer, whoever the event itself is for
+            hidden.play_answer.CopyFrom(event.play_answer)
+        return hidden
 
     def event_bytes(self, room_id: str, stored: StoredEvent, viewer: str | None) -> bytes:
         """The serialized ``RoomEvent`` ``viewer`` gets for ``stored``: as stored, or its hidden stand-in."""

@@ -18,9 +18,11 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from ninetynine.common.logging import configure_logging
-from ninetynine.engine.v1 import game_pb2, view_pb2
+from ninetynine.engine.v1 import events_pb2, game_pb2, view_pb2
 from ninetynine.session.playmany import PLAY_METHOD
+from ninetynine.session.store import StoredEvent
 from ninetynine.session.v1 import session_service_pb2 as pb
+from ninetynine.session.views import Views
 from tests.common.conftest import LogCapture
 from tests.session.conftest import Stack
 from tests.session.helpers import ENGLISH, is_english, is_korean, sample
@@ -339,3 +341,68 @@ async def test_an_unexpected_failure_is_answered_internal_and_logged_with_its_tr
     assert raised["frames"], "with its traceback"
     internal = {"method": PLAY_METHOD, "code": "INTERNAL"}
     assert sample(stack.registry, "ninetynine_session_rpc_duration_seconds_count", internal) == 1
+
+
+async def _move_events(stream: Any) -> list[pb.RoomEvent]:
+    """The events of the next batch on a batched Subscribe stream."""
+    async with asyncio.timeout(10):
+        while True:
+            item = await stream.read()
+            if item.WhichOneof("item") == "batch" and item.batch.events:
+                return list(item.batch.events)
+
+
+async def test_an_applied_play_asked_to_answer_on_the_room_stream_is_answered_by_its_move(
+    make_stack: MakeStack, plays: Callable[..., Plays]
+) -> None:
+    """``answer_on_room_stream``: an applied play gets no PlayManyResponse; its move's last event
+    carries the answer, to every subscriber and when replayed. A refusal and a repeated
+    client_seq are answered on the call as usual."""
+    stack = await make_stack(time_scale=1.0)
+    _, tokens, spectator = await _room(stack)
+    mover, view, other = await _turn(stack, tokens)
+    mover_id = (await stack.stub.GetView(pb.GetViewRequest(token=mover))).player_id
+    last = (await stack.stub.GetView(pb.GetViewRequest(token=spectator))).seq
+    watched = stack.stub.Subscribe(pb.SubscribeRequest(token=spectator, after_seq=last, batched=True))
+    call = plays(stack)
+    action = view.legal_plays[0].action
+
+    def on_room_stream(call_id: int, request: pb.PlayRequest) -> asyncio.Future[pb.PlayManyResponse]:
+        return call.send(pb.PlayManyRequest(call_id=call_id, play=request, answer_on_room_stream=True))
+
+    applied = on_room_stream(1, pb.PlayRequest(token=mover, client_seq=5, action=action))
+    events = await _move_events(watched)
+    assert [e.HasField("play_answer") for e in events] == [False] * (len(events) - 1) + [True]
+    answer = events[-1].play_answer
+    assert answer.player_id == mover_id
+    assert answer.response == pb.PlayResponse(client_seq=5, seq=events[-1].seq, total=answer.response.total)
+
+    refused = await asyncio.wait_for(
+        on_room_stream(2, pb.PlayRequest(token=other, client_seq=5, action=action)), 10
+    )
+    repeated = await asyncio.wait_for(
+        on_room_stream(3, pb.PlayRequest(token=mover, client_seq=5, action=action)), 10
+    )
+    assert _info(_failure(refused)[2]).reason == "CARD_NOT_IN_HAND"  # the mover's card, the other's turn
+    assert repeated.played == pb.PlayResponse(
+        client_seq=5, seq=answer.response.seq, total=answer.response.total, duplicate=True
+    )
+    assert await call.end() == grpc.StatusCode.OK
+    assert not applied.done() and call.order == [2, 3], "the applied play got no answer on the call"
+    watched.cancel()
+
+    # Replayed from the store, the move carries the same answer.
+    replay = stack.stub.Subscribe(pb.SubscribeRequest(token=other, after_seq=last, batched=True))
+    assert (await _move_events(replay))[-1].play_answer == answer
+    replay.cancel()
+
+
+def test_a_hidden_stand_in_keeps_the_movers_answer() -> None:
+    """The move's last event may be for another seat's eyes only: the mover still gets its answer."""
+    event = pb.RoomEvent(seq=9, at_ms=1, batch_end=True, game=events_pb2.Event())
+    event.play_answer.player_id = "p1"
+    event.play_answer.response.client_seq = 3
+    stored = StoredEvent(9, "only", "p2", event.SerializeToString())
+    hidden = Views.filtered(None, stored, "p1")  # type: ignore[arg-type]  # uses no instance state
+    assert hidden.WhichOneof("kind") == "hidden"
+    assert hidden.play_answer == event.play_answer and hidden.seq == 9 and hidden.batch_end

@@ -808,6 +808,7 @@ class PlayManyRequest(_message.Message):
     PLAY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     ACCEPT_LANGUAGE_FIELD_NUMBER: _builtins.int
+    ANSWER_ON_ROOM_STREAM_FIELD_NUMBER: _builtins.int
     call_id: _builtins.int
     """Chosen by the caller, unique among the stream's unanswered plays; not 0. The answer carries it."""
     request_id: _builtins.str
@@ -815,6 +816,12 @@ class PlayManyRequest(_message.Message):
     accept_language: _builtins.str
     """The language of a refusal's message, as an accept-language value ("ko", "en"); empty: the
     stream's own accept-language header.
+    """
+    answer_on_room_stream: _builtins.bool
+    """For a caller that follows the play's room anyway (the gateway, on SubscribeMany): when
+    true and the play is applied as a new move, no PlayManyResponse is sent for it. Its answer
+    rides the room's events instead, as `play_answer` on the move's last event, so the move
+    costs one message less. A refusal and a repeated client_seq are answered here as usual.
     """
     @_builtins.property
     def play(self) -> Global___PlayRequest:
@@ -827,10 +834,11 @@ class PlayManyRequest(_message.Message):
         play: Global___PlayRequest | None = ...,
         request_id: _builtins.str = ...,
         accept_language: _builtins.str = ...,
+        answer_on_room_stream: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["play", b"play"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_language", b"accept_language", "call_id", b"call_id", "play", b"play", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_language", b"accept_language", "answer_on_room_stream", b"answer_on_room_stream", "call_id", b"call_id", "play", b"play", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1014,6 +1022,7 @@ class RoomEvent(_message.Message):
     AT_MS_FIELD_NUMBER: _builtins.int
     BATCH_END_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    PLAY_ANSWER_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     PLAYER_JOINED_FIELD_NUMBER: _builtins.int
     PLAYER_LEFT_FIELD_NUMBER: _builtins.int
@@ -1029,6 +1038,13 @@ class RoomEvent(_message.Message):
     """How the move was made, on its card_played event: "player", "bot" or "timeout" (the session
     decides it: a seat's Play, the bot's turn, the turn deadline's automatic move).
     """
+    @_builtins.property
+    def play_answer(self) -> Global___PlayAnswer:
+        """On the last event of a move a seat's Play made: that play's answer, kept on the hidden
+        stand-in too (PlayManyRequest.answer_on_room_stream). The same on every replica and when
+        replayed.
+        """
+
     @_builtins.property
     def game(self) -> _events_pb2.Event:
         """A game event, already filtered for this subscriber. Events the subscriber may not
@@ -1055,6 +1071,7 @@ class RoomEvent(_message.Message):
         at_ms: _builtins.int = ...,
         batch_end: _builtins.bool = ...,
         source: _builtins.str = ...,
+        play_answer: Global___PlayAnswer | None = ...,
         game: _events_pb2.Event | None = ...,
         player_joined: Global___PlayerJoined | None = ...,
         player_left: Global___PlayerLeft | None = ...,
@@ -1062,15 +1079,40 @@ class RoomEvent(_message.Message):
         hidden: Global___Hidden | None = ...,
         timeout_applied: Global___TimeoutApplied | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "hidden", b"hidden", "kind", b"kind", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "hidden", b"hidden", "kind", b"kind", "play_answer", b"play_answer", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "batch_end", b"batch_end", "game", b"game", "hidden", b"hidden", "kind", b"kind", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "seq", b"seq", "source", b"source", "timeout_applied", b"timeout_applied"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "batch_end", b"batch_end", "game", b"game", "hidden", b"hidden", "kind", b"kind", "play_answer", b"play_answer", "player_joined", b"player_joined", "player_left", b"player_left", "presence_changed", b"presence_changed", "seq", b"seq", "source", b"source", "timeout_applied", b"timeout_applied"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["game", "player_joined", "player_left", "presence_changed", "hidden", "timeout_applied"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___RoomEvent: _TypeAlias = RoomEvent  # noqa: Y015
+
+@_typing.final
+class PlayAnswer(_message.Message):
+    """The answer to the Play of the seat `player_id` that made a move: what Play returned."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    @_builtins.property
+    def response(self) -> Global___PlayResponse: ...
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        response: Global___PlayResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayAnswer: _TypeAlias = PlayAnswer  # noqa: Y015
 
 @_typing.final
 class PlayerJoined(_message.Message):
