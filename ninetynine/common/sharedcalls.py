@@ -217,9 +217,18 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
         super().__init__(open_call, streams)
         self.retries = retries
 
-    async def ask(self, key: str, make_request: Callable[[int], _Req], timeout: float | None) -> _A:
+    async def ask(
+        self,
+        key: str,
+        make_request: Callable[[int], _Req],
+        timeout: float | None,
+        answered: asyncio.Future[_A] | None = None,
+    ) -> _A:
         """The answer to ``make_request(call_id)``, sent on ``key``'s call and resent on a new one
-        when a call breaks first; DEADLINE_EXCEEDED after ``timeout`` seconds in all."""
+        when a call breaks first; DEADLINE_EXCEEDED after ``timeout`` seconds in all.
+
+        ``answered``: the answer when it comes another way (the server then sends none on the call).
+        """
         try:
             async with asyncio.timeout(timeout):
                 for attempt in range(1, RETRY_MAX_ATTEMPTS + 1):
@@ -227,7 +236,14 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
                     call_id = next(self._ids)
                     future = call.send(call_id, make_request(call_id))
                     try:
-                        return await future
+                        if answered is None:
+                            return await future
+                        await asyncio.wait((future, answered), return_when=asyncio.FIRST_COMPLETED)
+                        if answered.done():
+                            if future.done() and not future.cancelled():
+                                future.exception()  # a break after the answer is no news
+                            return answered.result()
+                        return future.result()
                     except grpc.aio.AioRpcError as broken:  # the call broke: no answer came
                         if self.closing or broken.code() not in RETRY_CODES or attempt == RETRY_MAX_ATTEMPTS:
                             raise

@@ -5,12 +5,18 @@ When it breaks it is taken up again after the highest ``seq`` delivered, so the 
 event once; a room update goes out only when the room changed (its seq and deadline aside). A
 refusal that will not change on retry (the token was given up, the room is gone...) is sent to the
 client and ends the stream.
+
+A play of this connection's that the session applies is answered on the room stream: the move's
+last event carries the answer (``RoomEvent.play_answer``), and the follower sends the mover's
+``played`` before the move's events, as a direct answer would have come, and hands the answer to the
+waiting play (:meth:`RoomFollower.expect_answer`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import grpc
@@ -43,6 +49,16 @@ _FINAL_SUBSCRIBE_CODES = frozenset(
 )
 
 
+@dataclass(slots=True)
+class ExpectedAnswer:
+    """A play of this connection's waiting for its answer on the room stream."""
+
+    future: asyncio.Future[spb.PlayManyResponse]
+    reply_id: JsonId | None
+    received: float
+    delivered: bool = False  # the follower sent the client its ``played``
+
+
 class RoomFollower:
     """One connection's room stream and what it remembers of it."""
 
@@ -53,6 +69,24 @@ class RoomFollower:
         self.last_seq = 0
         self._last_room: spb.Room | None = None
         self._finished = False
+        self._expected: dict[int, ExpectedAnswer] = {}  # by client_seq
+
+    def expect_answer(
+        self, client_seq: int, reply_id: JsonId | None, received: float
+    ) -> ExpectedAnswer | None:
+        """Watch the room stream for the answer to this connection's play ``client_seq``.
+
+        None when a play of that client_seq already waits (the repeat then gets its own answer).
+        The caller calls :meth:`forget_answer` once the play is answered, one way or the other.
+        """
+        if client_seq in self._expected:
+            return None
+        future: asyncio.Future[spb.PlayManyResponse] = asyncio.get_running_loop().create_future()
+        expected = self._expected[client_seq] = ExpectedAnswer(future, reply_id, received)
+        return expected
+
+    def forget_answer(self, client_seq: int) -> None:
+        self._expected.pop(client_seq, None)
 
     def follow(self, binding: Binding) -> None:
         """Follow ``binding``'s room from :attr:`last_seq` on."""
@@ -122,6 +156,8 @@ class RoomFollower:
     async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
         which = item.WhichOneof("item")
         if which == "batch":
+            if self._expected and item.batch.events:
+                self._answer(binding, item.batch.events[-1])
             for ev in item.batch.events:
                 self._on_event(ev)
             if item.batch.HasField("view"):
@@ -133,6 +169,21 @@ class RoomFollower:
         elif which == "snapshot":
             self.last_seq = max(self.last_seq, item.snapshot.seq)
             self.conn.deliver(Outgoing(gw.ServerMessage(snapshot=item.snapshot)))
+
+    def _answer(self, binding: Binding, last: spb.RoomEvent) -> None:
+        """Answer this connection's play when ``last`` (a move's last event) carries its answer."""
+        if not last.HasField("play_answer") or last.play_answer.player_id != binding.player_id:
+            return
+        response = last.play_answer.response
+        expected = self._expected.get(response.client_seq)
+        if expected is None or expected.future.done():
+            return
+        played = gw.Played(client_seq=response.client_seq, seq=response.seq)
+        self.conn.deliver(
+            Outgoing(gw.ServerMessage(played=played), expected.reply_id, play_received=expected.received)
+        )
+        expected.delivered = True
+        expected.future.set_result(spb.PlayManyResponse(played=response))
 
     def _on_event(self, ev: spb.RoomEvent) -> None:
         if ev.seq <= self.last_seq:

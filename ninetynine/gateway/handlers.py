@@ -181,8 +181,24 @@ async def play(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None,
     request = spb.PlayRequest(token=bound.token, client_seq=p.client_seq, action=p.action)
     if p.HasField("expected_move_seq"):  # unset and 0 differ: 0 names the opening view
         request.expected_move_seq = p.expected_move_seq
-    resp = await conn.plays.play(request, conn.lang, timeout=conn.session_timeout)
+    # An applied play's answer rides its move's events on the room stream, whose follower sends
+    # `played`; a refusal or a repeated clientSeq is answered on the play's own call.
+    expected = conn.follower.expect_answer(p.client_seq, reply_id, received)
+    try:
+        resp = await conn.plays.play(
+            request,
+            conn.lang,
+            timeout=conn.session_timeout,
+            answered=expected.future if expected is not None else None,
+        )
+    finally:
+        if expected is not None:
+            conn.follower.forget_answer(p.client_seq)
     bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
+    if expected is not None and expected.delivered:
+        conn.metrics.play_answers.labels("room_stream").inc()
+        return
+    conn.metrics.play_answers.labels("call").inc()
     played = gw.Played(client_seq=resp.client_seq or p.client_seq, seq=resp.seq)
     conn.deliver(Outgoing(gw.ServerMessage(played=played), reply_id, play_received=received))
 

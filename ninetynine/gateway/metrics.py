@@ -66,6 +66,7 @@ class GatewayMetrics:
     refusals: Counter
     slow_client_disconnects: Counter
     play_retries: Counter
+    play_answers: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = REGISTRY) -> GatewayMetrics:
@@ -111,6 +112,13 @@ class GatewayMetrics:
                 "ninetynine_gateway_play_retries_total",
                 "Plays sent to the session again because the shared PlayMany call carrying "
                 "them ended or broke before they were answered (a replica draining or gone).",
+                registry=registry,
+            ),
+            play_answers=_Counter(
+                "ninetynine_gateway_play_answers_total",
+                "Plays answered 'played', by where the answer came from: room_stream (the move's "
+                "last event) or call (the PlayMany answer, as for a repeated clientSeq).",
+                ("via",),
                 registry=registry,
             ),
         )

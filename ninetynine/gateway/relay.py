@@ -155,18 +155,31 @@ class PlayRelay(AnsweringPool[spb.PlayManyRequest, spb.PlayManyResponse]):
         super().__init__(lambda index: _PlayCall(stub, index), streams, retries)
 
     async def play(
-        self, request: spb.PlayRequest, lang: str, timeout: float | None = None
+        self,
+        request: spb.PlayRequest,
+        lang: str,
+        timeout: float | None = None,
+        answered: asyncio.Future[spb.PlayManyResponse] | None = None,
     ) -> spb.PlayResponse:
         """Like ``Play(request, timeout=timeout)`` with ``accept-language: lang``, over a shared call.
 
         The current request id (:func:`~ninetynine.common.context.request_id`) goes with the play.
+        ``answered``: set by the caller's room stream when the move's last event carries this play's
+        answer; the session then sends no answer of its own for an applied play.
         """
         rid = request_id()
+        on_room_stream = answered is not None
 
         def message(call_id: int) -> spb.PlayManyRequest:
-            return spb.PlayManyRequest(call_id=call_id, play=request, request_id=rid, accept_language=lang)
+            return spb.PlayManyRequest(
+                call_id=call_id,
+                play=request,
+                request_id=rid,
+                accept_language=lang,
+                answer_on_room_stream=on_room_stream,
+            )
 
-        answer = await self.ask(request.token.partition(".")[0], message, timeout)
+        answer = await self.ask(request.token.partition(".")[0], message, timeout, answered)
         if answer.WhichOneof("result") == "played":
             return answer.played
         raise failure_error(answer.failure)

@@ -48,6 +48,19 @@ async def test_a_whole_game_plays_to_the_end_over_shared_play_streams(
     assert played, "the plays were answered"
     assert [p["clientSeq"] for p in played] == sorted({p["clientSeq"] for p in played})
     assert any(call is not None for call in running.gateway.plays.calls), "they went over a shared call"
+    # Each answer rode its move's events (no answer message of its own), and `played` still comes
+    # first, right before the move's cardPlayed.
+    answers = {
+        sample.labels["via"]: sample.value
+        for metric in running.gateway.metrics.play_answers.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
+    assert answers.get("room_stream") == len(played) and not answers.get("call"), answers
+    for frame in played:
+        after = client.seen[client.seen.index(frame) + 1]
+        assert after["type"] == "event" and after["event"]["type"] == "cardPlayed", after
+        assert after["event"]["player"] == joined["playerId"] and after["seq"] <= frame["seq"]
 
 
 async def _refusal(client: WsClient, play: dict[str, Any]) -> dict[str, Any]:
