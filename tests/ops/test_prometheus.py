@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -150,14 +150,19 @@ def by_label(result: list[dict[str, Any]], label: str) -> dict[str, float]:
 
 
 async def wait_for_values(
-    http: aiohttp.ClientSession, base: str, promql: str, label: str, wanted: set[str]
+    http: aiohttp.ClientSession,
+    base: str,
+    promql: str,
+    label: str,
+    wanted: set[str],
+    accept: Callable[[float], bool] = math.isfinite,
 ) -> dict[str, float]:
-    """Query until ``wanted`` label values all have a finite value (the rules need two scrapes)."""
+    """Query until ``wanted`` label values all have an ``accept``-ed value (the rules need two scrapes)."""
     deadline = time.monotonic() + QUERY_TIMEOUT_S
     values: dict[str, float] = {}
     while time.monotonic() < deadline:
         values = by_label(await query(http, base, promql), label)
-        if wanted <= {key for key, value in values.items() if math.isfinite(value)}:
+        if wanted <= {key for key, value in values.items() if accept(value)}:
             return values
         await asyncio.sleep(0.5)
     raise AssertionError(f"{promql}: no value for {wanted - set(values)} (got {values})")
@@ -195,8 +200,15 @@ async def test_recorded_move_latency_through_a_real_prometheus(stack: Serve, pro
         assert up == {job: 1.0 for job in JOBS}, up
         p99 = await wait_for_values(http, prometheus, "ninetynine:move_latency_seconds:p99_5m", "hop", HOPS)
         p50 = await wait_for_values(http, prometheus, "ninetynine:move_latency_seconds:p50_5m", "hop", HOPS)
+        # A counter's rate is 0, not absent, until a scrape after the second round's timeouts: a
+        # short round may end between two scrapes, so wait for the increase to be scraped.
         timeouts = await wait_for_values(
-            http, prometheus, "ninetynine:session_timeouts:per_minute", "mode", {"kr-product"}
+            http,
+            prometheus,
+            "ninetynine:session_timeouts:per_minute",
+            "mode",
+            {"kr-product"},
+            accept=lambda value: value > 0,
         )
         lateness = await wait_for_values(
             http, prometheus, "ninetynine:session_deadline_lateness_seconds:p99_5m", "", {""}
