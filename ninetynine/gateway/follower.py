@@ -53,10 +53,9 @@ _FINAL_SUBSCRIBE_CODES = frozenset(
 class ExpectedAnswer:
     """A play of this connection's waiting for its answer on the room stream."""
 
-    future: asyncio.Future[spb.PlayManyResponse]
+    future: asyncio.Future[spb.PlayManyResponse]  # done once the follower sent the client `played`
     reply_id: JsonId | None
     received: float
-    delivered: bool = False  # the follower sent the client its ``played``
 
 
 class RoomFollower:
@@ -182,7 +181,6 @@ class RoomFollower:
         self.conn.deliver(
             Outgoing(gw.ServerMessage(played=played), expected.reply_id, play_received=expected.received)
         )
-        expected.delivered = True
         expected.future.set_result(spb.PlayManyResponse(played=response))
 
     def _on_event(self, ev: spb.RoomEvent) -> None:

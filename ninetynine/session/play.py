@@ -66,9 +66,11 @@ class Plays:
         games.check_any_action(action)
         room_id = rooms.token_room(token)
         refusal: list[ServiceError] = []  # the refusal the committed step recorded
+        made: list[PlayOutcome] = []  # or the move it made
 
         async def step(doc: doc_pb.RoomDocument, now: int) -> Step:
             refusal.clear()
+            made.clear()
             caller = rooms.identify(doc, token)
             if caller.player_id is None:
                 raise session_error("SPECTATOR_CANNOT_ACT")
@@ -108,28 +110,24 @@ class Plays:
             seat.last_outcome_seq = doc.last_seq + len(out.events)
             seat.last_outcome_total = games.of(doc).outcome_total(doc)
             seat.ClearField("last_refusal")
+            response = pb.PlayResponse(
+                client_seq=client_seq, seq=seat.last_outcome_seq, total=seat.last_outcome_total
+            )
             if out.events:
                 answer = out.events[-1][0].play_answer
                 answer.player_id = caller.player_id
-                answer.response.client_seq = client_seq
-                answer.response.seq = seat.last_outcome_seq
-                answer.response.total = seat.last_outcome_total
+                answer.response.CopyFrom(response)
+            made.append(PlayOutcome(response, on_room_stream=bool(out.events)))
             return out
 
         try:
-            loaded, committed = await self.cache.mutate(room_id, step)
+            await self.cache.mutate(room_id, step)
         except NoChange as dup:
             assert isinstance(dup.answer, pb.PlayResponse)
             return PlayOutcome(dup.answer, on_room_stream=False)
         if refusal:
             raise refusal[0]
-        if committed.events:
-            return PlayOutcome(committed.events[-1][0].play_answer.response, on_room_stream=True)
-        seat = rooms.seat_of(loaded.doc, rooms.identify(loaded.doc, token).player_id or "")
-        response = pb.PlayResponse(
-            client_seq=client_seq, seq=seat.last_outcome_seq, total=seat.last_outcome_total
-        )
-        return PlayOutcome(response, on_room_stream=False)
+        return made[0]
 
     async def _judge(
         self,
