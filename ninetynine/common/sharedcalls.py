@@ -38,6 +38,7 @@ from ninetynine.common.logging import get_logger
 
 __all__ = [
     "RETRY_CODES",
+    "AnswerLost",
     "AnsweredCall",
     "AnsweringPool",
     "CallPool",
@@ -161,6 +162,13 @@ class CallPool(Generic[_C]):
         self.calls = [None] * len(self.calls)
 
 
+class AnswerLost(Exception):
+    """Set on an ``answered`` future whose other way can no longer bring the answer.
+
+    :meth:`AnsweringPool.ask` then sends the request again, asking for the answer on the call.
+    """
+
+
 class _Answer(Protocol):
     @property
     def call_id(self) -> int: ...
@@ -220,32 +228,41 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
     async def ask(
         self,
         key: str,
-        make_request: Callable[[int], _Req],
+        make_request: Callable[[int, bool], _Req],
         timeout: float | None,
         answered: asyncio.Future[_A] | None = None,
     ) -> _A:
-        """The answer to ``make_request(call_id)``, sent on ``key``'s call and resent on a new one
-        when a call breaks first; DEADLINE_EXCEEDED after ``timeout`` seconds in all.
+        """The answer to ``make_request(call_id, elsewhere)``, sent on ``key``'s call and resent on a
+        new one when a call breaks first; DEADLINE_EXCEEDED after ``timeout`` seconds in all.
 
-        ``answered``: the answer when it comes another way (the server then sends none on the call).
+        ``answered``: the answer when it comes another way; ``elsewhere`` tells the request so (the
+        server then sends none on the call). When that way fails with :class:`AnswerLost`, the
+        request is sent again with ``elsewhere`` False and answered on the call: only for requests
+        whose repeat gets the first one's answer (plays, by ``client_seq``).
         """
         try:
             async with asyncio.timeout(timeout):
-                for attempt in range(1, RETRY_MAX_ATTEMPTS + 1):
+                attempt = 0
+                while True:
+                    attempt += 1
                     call = self._call_for(key)
                     call_id = next(self._ids)
-                    future = call.send(call_id, make_request(call_id))
+                    future = call.send(call_id, make_request(call_id, answered is not None))
                     try:
                         if answered is None:
                             return await future
                         await asyncio.wait((future, answered), return_when=asyncio.FIRST_COMPLETED)
-                        if answered.done():
-                            if future.done() and not future.cancelled():
-                                future.exception()  # a break after the answer is no news
-                            return answered.result()
-                        return future.result()
+                        if future.done() and not answered.done():
+                            return future.result()
+                        if future.done() and not future.cancelled():
+                            future.exception()  # a break after the answer is no news
+                        if isinstance(answered.exception(), AnswerLost):
+                            log.info("answer asked for on the call", kind=call.kind, key=key[:16])
+                            answered, attempt = None, attempt - 1  # not a failed sending
+                            continue
+                        return answered.result()
                     except grpc.aio.AioRpcError as broken:  # the call broke: no answer came
-                        if self.closing or broken.code() not in RETRY_CODES or attempt == RETRY_MAX_ATTEMPTS:
+                        if self.closing or broken.code() not in RETRY_CODES or attempt >= RETRY_MAX_ATTEMPTS:
                             raise
                         log.info(
                             "request resent on a new shared stream",
@@ -263,4 +280,3 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
                         call.pending.pop(call_id, None)
         except TimeoutError:
             raise rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover

@@ -253,7 +253,7 @@ class EngineClient:
         if lang:
             rest += length_delimited(_MANY_LANG, lang.encode())
 
-        def message(call_id: int) -> bytes:
+        def message(call_id: int, _elsewhere: bool) -> bytes:  # engine answers come on the call only
             return _MANY_CALL_ID_KEY + varint(call_id) + rest
 
         try:

@@ -9,7 +9,9 @@ client and ends the stream.
 A play of this connection's that the session applies is answered on the room stream: the move's
 last event carries the answer (``RoomEvent.play_answer``), and the follower sends the mover's
 ``played`` before the move's events, as a direct answer would have come, and hands the answer to the
-waiting play (:meth:`RoomFollower.expect_answer`).
+waiting play (:meth:`RoomFollower.expect_answer`). When the stream can no longer bring an answer (a
+snapshot replaced events it skipped, or the stream ended), the waiting plays are told so
+(:class:`~ninetynine.common.sharedcalls.AnswerLost`) and get their answers on their own calls.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from ninetynine.common.logging import get_logger
+from ninetynine.common.sharedcalls import AnswerLost
 from ninetynine.engine.errors import from_rpc_error
 from ninetynine.gateway.binding import Binding
 from ninetynine.gateway.convert import JsonId, view_push
@@ -53,9 +56,16 @@ _FINAL_SUBSCRIBE_CODES = frozenset(
 class ExpectedAnswer:
     """A play of this connection's waiting for its answer on the room stream."""
 
-    future: asyncio.Future[spb.PlayManyResponse]  # done once the follower sent the client `played`
+    # The answer once the follower sent the client `played`; AnswerLost when it never will.
+    future: asyncio.Future[spb.PlayManyResponse]
     reply_id: JsonId | None
     received: float
+
+    @property
+    def sent(self) -> bool:
+        """Whether the follower sent `played` for this play."""
+        future = self.future
+        return future.done() and not future.cancelled() and future.exception() is None
 
 
 class RoomFollower:
@@ -86,6 +96,12 @@ class RoomFollower:
 
     def forget_answer(self, client_seq: int) -> None:
         self._expected.pop(client_seq, None)
+
+    def _lose_answers(self) -> None:
+        """Tell every waiting play that this stream will not bring its answer."""
+        for expected in self._expected.values():
+            if not expected.future.done():
+                expected.future.set_exception(AnswerLost())
 
     def follow(self, binding: Binding) -> None:
         """Follow ``binding``'s room from :attr:`last_seq` on."""
@@ -118,6 +134,12 @@ class RoomFollower:
 
     async def _pump_room(self, binding: Binding) -> None:
         """Follow the room over the shared calls, resubscribing after ``last_seq`` when the stream breaks."""
+        try:
+            await self._follow(binding)
+        finally:
+            self._lose_answers()
+
+    async def _follow(self, binding: Binding) -> None:
         conn = self.conn
         backoff = 0.2
         while not conn.closing and conn.binding is binding:
@@ -167,6 +189,7 @@ class RoomFollower:
             await self._on_view(binding, item.view)
         elif which == "snapshot":
             self.last_seq = max(self.last_seq, item.snapshot.seq)
+            self._lose_answers()  # the answer of a play applied in the skipped events is not coming
             self.conn.deliver(Outgoing(gw.ServerMessage(snapshot=item.snapshot)))
 
     def _answer(self, binding: Binding, last: spb.RoomEvent) -> None:

@@ -195,7 +195,7 @@ async def play(conn: Connection, msg: gw.ClientMessage, reply_id: JsonId | None,
         if expected is not None:
             conn.follower.forget_answer(p.client_seq)
     bind_rpc_fields(seq=resp.seq, duplicate=resp.duplicate)
-    if expected is not None and expected.future.done():  # the follower sent `played`
+    if expected is not None and expected.sent:
         conn.metrics.play_answers.labels("room_stream").inc()
         return
     conn.metrics.play_answers.labels("call").inc()

@@ -165,12 +165,13 @@ class PlayRelay(AnsweringPool[spb.PlayManyRequest, spb.PlayManyResponse]):
 
         The current request id (:func:`~ninetynine.common.context.request_id`) goes with the play.
         ``answered``: set by the caller's room stream when the move's last event carries this play's
-        answer; the session then sends no answer of its own for an applied play.
+        answer; the session then sends no answer of its own for an applied play. When the stream
+        fails it with :class:`~ninetynine.common.sharedcalls.AnswerLost` (it skipped events, or
+        ended), the play is sent again without that request and its repeat is answered on the call.
         """
         rid = request_id()
-        on_room_stream = answered is not None
 
-        def message(call_id: int) -> spb.PlayManyRequest:
+        def message(call_id: int, on_room_stream: bool) -> spb.PlayManyRequest:
             return spb.PlayManyRequest(
                 call_id=call_id,
                 play=request,

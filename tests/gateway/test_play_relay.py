@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from ninetynine.common.errors import error_info
 from ninetynine.common.grpcclient import create_channel
 from ninetynine.common.logging import configure_logging
+from ninetynine.common.sharedcalls import AnswerLost
 from ninetynine.engine.server import EngineMetrics, create_engine_server
 from ninetynine.gateway.convert import action_from_json
 from ninetynine.gateway.relay import PlayRelay
@@ -295,3 +296,25 @@ async def test_a_session_restart_fails_pending_plays_and_the_resend_lands_once_o
     following.client_seq = 1
     assert not (await table.relay.play(following, "en", timeout=5)).duplicate
     assert await table.move_seq() == before + 2
+
+
+async def test_a_play_whose_room_stream_lost_its_answer_is_answered_on_its_call(table: Table) -> None:
+    """A play asked to be answered on the room stream, applied while that stream skipped events (a
+    GAP_TOO_OLD snapshot) or ended, is not left waiting for an answer that will not come: told
+    so (AnswerLost), the relay sends it again and the session answers the repeat on the call."""
+    _, play = await table.turn()
+    play.client_seq = 1
+    before = await table.move_seq()
+    answered: asyncio.Future[spb.PlayManyResponse] = asyncio.get_running_loop().create_future()
+    pending = asyncio.create_task(table.relay.play(play, "ko", timeout=5, answered=answered))
+    for _ in range(100):  # the session applies it and, as asked, sends no answer on the call
+        if await table.move_seq() == before + 1:
+            break
+        await asyncio.sleep(0.02)
+    assert await table.move_seq() == before + 1
+    await asyncio.sleep(0.1)
+    assert not pending.done(), "the applied play's answer was left to the room stream"
+    answered.set_exception(AnswerLost())
+    response = await asyncio.wait_for(pending, 2)
+    assert response.duplicate and response.client_seq == 1
+    assert await table.move_seq() == before + 1, "the repeat did not move the game again"
