@@ -378,10 +378,16 @@ async def test_classic_cards_have_suit_colours_and_help_fits_the_mode(
     await page.locator('[data-testid="seat-1"]:not(.free)').wait_for()
     await page.get_by_test_id("start-game").tap()
     await page.get_by_test_id("hand").locator("button").first.wait_for()
-    colours: list[list[str]] = await page.eval_on_selector_all(
-        '[data-testid="hand"] > button',
-        "els => els.map(e => [e.dataset.testid, getComputedStyle(e.querySelector('.face')).color])",
+    # Read once every card reports a colour: one CI run read "" for a card, a transient of the
+    # page (most likely the hand being re-rendered), not a colour of the rules.
+    coloured = await page.wait_for_function(
+        """() => {
+            const cards = [...document.querySelectorAll('[data-testid="hand"] > button')];
+            const out = cards.map(e => [e.dataset.testid, getComputedStyle(e.querySelector('.face')).color]);
+            return out.length && out.every(([, colour]) => colour) ? out : null;
+        }"""
     )
+    colours: list[list[str]] = await coloured.json_value()
     for testid, colour in colours:
         suit = testid.removeprefix("card-").split("-")[0][-1]
         red = colour == "rgb(200, 16, 46)"
