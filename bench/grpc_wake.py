@@ -13,9 +13,13 @@ services' channel options), one message at a time, 1 kB payload:
 * **back to back** -- the next message as soon as the answer is in;
 * **paced** -- one message every :data:`PACE_S` seconds, the process idle in between.
 
-For a unary call and for one message each way on an open bidirectional stream. CPU per message:
-the child's threads (``/proc/<pid>/task/*/schedstat``, nanoseconds) and this process's
-(``time.process_time``). The baseline is the unary call back to back.
+For a unary call and for one message each way on an open bidirectional stream, and, for
+comparison, one length-prefixed frame each way on a plain TCP connection that both event loops
+read themselves (:class:`bench.servers.RawFrameEcho`): what the same message costs without
+grpc.aio's hand-overs between threads and without HTTP/2. CPU per message: the child's threads
+(``/proc/<pid>/task/*/schedstat``, nanoseconds) and this process's (``time.process_time``). The
+baseline is the unary call back to back; the closing lines give the stream message's cost over
+the raw frame's, busy and idle.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +36,7 @@ import grpc.aio
 import uvloop
 
 from bench.framework import CaseResult, Report
-from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, ServerProcess
+from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, FRAME_HEADER, ServerProcess
 
 PAYLOAD = b"x" * 1000
 BACK_TO_BACK = 3000
@@ -47,6 +52,41 @@ def _threads_cpu_ns(pid: int) -> int:
         except (FileNotFoundError, ProcessLookupError):
             continue  # a thread that ended meanwhile
     return total
+
+
+async def _timed(
+    send: Callable[[], Awaitable[None]], pid: int, calls: int, pace_s: float
+) -> tuple[float, float]:
+    """Server and client CPU µs per ``send()``, one every ``pace_s`` seconds (0: back to back)."""
+    server0, client0 = _threads_cpu_ns(pid), time.process_time()
+    slept = 0.0
+    for _ in range(calls):
+        await send()
+        if pace_s:
+            t = time.process_time()
+            await asyncio.sleep(pace_s)
+            slept += time.process_time() - t  # the client's own timer wake-ups are not the message's
+    server_us = (_threads_cpu_ns(pid) - server0) / calls / 1000
+    client_us = (time.process_time() - client0 - slept) / calls * 1e6
+    return server_us, client_us
+
+
+async def _measure_raw(port: int, pid: int, calls: int, pace_s: float) -> tuple[float, float]:
+    """The raw frame's server and client CPU µs per message (same payload)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    frame = len(PAYLOAD).to_bytes(FRAME_HEADER, "big") + PAYLOAD
+
+    async def one_frame() -> None:
+        writer.write(frame)
+        await reader.readexactly(len(frame))
+
+    try:
+        for _ in range(100):
+            await one_frame()
+        return await _timed(one_frame, pid, calls, pace_s)
+    finally:
+        writer.close()
+        await writer.wait_closed()
 
 
 async def _measure(port: int, pid: int, calls: int, pace_s: float) -> dict[str, tuple[float, float]]:
@@ -73,17 +113,7 @@ async def _measure(port: int, pid: int, calls: int, pace_s: float) -> dict[str, 
             await call.read()
 
         for name, send in (("unary", one_unary), ("stream", one_streamed)):
-            server0, client0 = _threads_cpu_ns(pid), time.process_time()
-            slept = 0.0
-            for _ in range(calls):
-                await send()
-                if pace_s:
-                    t = time.process_time()
-                    await asyncio.sleep(pace_s)
-                    slept += time.process_time() - t  # the client's own timer wake-ups are not the message's
-            server_us = (_threads_cpu_ns(pid) - server0) / calls / 1000
-            client_us = (time.process_time() - client0 - slept) / calls * 1e6
-            out[name] = (server_us, client_us)
+            out[name] = await _timed(send, pid, calls, pace_s)
         await call.done_writing()
     return out
 
@@ -103,14 +133,20 @@ def run(report: Report) -> None:
         port, pid = servers.ports["echo"], servers.pid
         busy = uvloop.run(_measure(port, pid, back_to_back, 0.0))
         idle = uvloop.run(_measure(port, pid, paced, PACE_S))
+        busy["raw"] = uvloop.run(_measure_raw(servers.ports["raw"], pid, back_to_back, 0.0))
+        idle["raw"] = uvloop.run(_measure_raw(servers.ports["raw"], pid, paced, PACE_S))
     base: CaseResult | None = None
     for label, figures, samples in (
         ("back to back", busy, back_to_back),
         (f"paced {PACE_S * 1000:.0f} ms", idle, paced),
     ):
-        for kind in ("unary", "stream"):
+        for kind in ("unary", "stream", "raw"):
             server_us, client_us = figures[kind]
-            result = _record(report, f"{kind} {label}: server", server_us, samples, base)
+            name = "raw TCP frame" if kind == "raw" else kind
+            result = _record(report, f"{name} {label}: server", server_us, samples, base)
             base = base or result
-            _record(report, f"{kind} {label}: client", client_us, samples, base)
+            _record(report, f"{name} {label}: client", client_us, samples, base)
+    for label, figures in (("back to back", busy), ("paced", idle)):
+        stream, raw = sum(figures["stream"]), sum(figures["raw"])
+        report.note(f"stream message / raw frame, both sides, {label}: {stream / raw:.1f}×")
     report.note(f"cores: {os.cpu_count()}; pin with taskset to compare runs")

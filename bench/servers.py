@@ -4,7 +4,8 @@
 (:func:`ninetynine.engine.server.create_engine_server`, with its logging interceptor and
 metrics) plus two echo services as transport baselines: one on a bare grpc.aio server
 (:func:`ninetynine.common.grpcserver.create_server`, same channel options, no interceptor) and
-one registered on the engine's own server (same interceptor as ``Apply``). ``python -m
+one registered on the engine's own server (same interceptor as ``Apply``), and a length-prefixed
+frame echo on a plain asyncio TCP server (what a message costs without gRPC). ``python -m
 bench.servers session --engine HOST:PORT --store URL`` starts the real session server and its
 deadline scheduler. Either prints one JSON line with the bound ports, then serves until its
 stdin closes -- so a benchmark that dies takes its servers with it.
@@ -56,6 +57,32 @@ async def _echo_stream(requests: Any, context: grpc.aio.ServicerContext[Any, Any
         yield request
 
 
+# A raw frame: a 4-byte big-endian length, then that many bytes.
+FRAME_HEADER = 4
+
+
+class RawFrameEcho(asyncio.Protocol):
+    """Sends every length-prefixed frame back as it came: a message on a TCP connection the event
+    loop reads itself, the transport baseline without gRPC's threads and HTTP/2."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= FRAME_HEADER:
+            end = FRAME_HEADER + int.from_bytes(self.buffer[:FRAME_HEADER], "big")
+            if len(self.buffer) < end:
+                return
+            assert self.transport is not None
+            self.transport.write(bytes(self.buffer[:end]))
+            del self.buffer[:end]
+
+
 def echo_handler() -> grpc.GenericRpcHandler[Any, Any]:
     """``Echo``: a unary method that returns its request bytes untouched (no (de)serialization at
     all); ``EchoStream``: the same for each message of a bidirectional stream."""
@@ -74,12 +101,15 @@ async def start_engine_and_echo() -> tuple[Ports, Cleanup]:
     bare.add_generic_rpc_handlers((echo_handler(),))
     await engine.start()
     await bare.start()
+    raw = await asyncio.get_running_loop().create_server(RawFrameEcho, "127.0.0.1", 0)
+    raw_port = raw.sockets[0].getsockname()[1]
 
     async def stop() -> None:
+        raw.close()
         await engine.stop(None)
         await bare.stop(None)
 
-    return {"engine": engine_port, "echo": echo_port}, stop
+    return {"engine": engine_port, "echo": echo_port, "raw": raw_port}, stop
 
 
 async def start_session(engine_target: str, store_url: str) -> tuple[Ports, Cleanup]:
