@@ -32,7 +32,7 @@ response's own ``state`` is then not to be read (in-process it stays empty).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ from ninetynine.common.grpcclient import create_channel
 from ninetynine.common.sharedcalls import AnsweredCall, AnsweringPool, failure_error
 from ninetynine.common.wire import length_delimited, varint
 from ninetynine.engine.errors import ENGINE_DOMAIN, from_rpc_error
+from ninetynine.engine.frames import frame_call
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
 from ninetynine.engine.v1 import game_pb2, rules_pb2, state_pb2, trick_pb2
@@ -94,9 +95,12 @@ class EngineClient:
         lang: Lang | None = None,
         stub: Any = None,
         streams: int = 2,
+        frames: str = "",
     ) -> None:
         """``stub`` (anything with the five async stub methods) replaces the channel to ``target``
-        (and Apply and Timeout are then unary calls of it); ``streams``: shared ApplyMany calls."""
+        (and Apply and Timeout are then unary calls of it); ``streams``: shared ApplyMany calls;
+        ``frames``: the engine's frames socket, which then carries them
+        (:mod:`ninetynine.engine.frames`)."""
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if attempts < 1:
@@ -118,9 +122,14 @@ class EngineClient:
                 response_deserializer=pb.ApplyManyResponse.FromString,
             )
             metadata = (("accept-language", lang),) if lang else None
+            method: Callable[[AsyncIterator[bytes]], Any] = (
+                frame_call(frames, pb.ApplyManyResponse.FromString)
+                if frames
+                else lambda requests: apply_many(requests, metadata=metadata)
+            )
 
             def open_call(index: int) -> AnsweredCall[bytes, pb.ApplyManyResponse]:
-                return _MovesCall(lambda requests: apply_many(requests, metadata=metadata), index)
+                return _MovesCall(method, index)
 
             self._moves = AnsweringPool(open_call, streams)
         self._stub = stub

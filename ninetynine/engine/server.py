@@ -15,12 +15,14 @@ even parse is refused with INVALID_ARGUMENT / ``MALFORMED_REQUEST`` instead of g
 Run it with ``ninety-nine engine --port 50051 --metrics-port 9101``. It listens on 127.0.0.1 unless
 ``--host`` says otherwise and takes no credential: other teams' backends call it directly, so
 where it is reachable from is decided by the listen address and, in Kubernetes, the NetworkPolicy
-of deploy/ (docs/operations.md#network-exposure).
+of deploy/ (docs/operations.md#network-exposure). With ``--frames-socket`` it also takes a
+co-located session's moves as frames on a Unix socket (:mod:`ninetynine.engine.frames`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, fields
 from functools import cache
@@ -30,6 +32,7 @@ import grpc
 import grpc.aio
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 
+from ninetynine.common.config import add_env_argument
 from ninetynine.common.context import accept_language
 from ninetynine.common.errors import lang_from_metadata
 from ninetynine.common.grpcserver import HealthServicer, create_server, serve
@@ -44,6 +47,7 @@ from ninetynine.common.metrics import histogram, start_metrics_server
 from ninetynine.common.runner import add_service_flags, run_service
 from ninetynine.engine.applymany import Recorder, apply_many
 from ninetynine.engine.errors import ENGINE_DOMAIN
+from ninetynine.engine.frames import start_frame_server
 from ninetynine.engine.handlers import EngineHandlers, RulesMetrics, rules_metrics
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -177,28 +181,47 @@ def create_engine_server(
 
     Returns ``(server, port, health)``; call inside the event loop that will run it.
     """
+    server, port, health, _ = _engine_server(address, metrics, reflection)
+    return server, port, health
+
+
+def _engine_server(
+    address: str, metrics: EngineMetrics | None, reflection: bool
+) -> tuple[grpc.aio.Server, int, HealthServicer, EngineServicer]:
     metrics = metrics or default_metrics()
     interceptor = CanonicalLogInterceptor("engine", metrics.rpc_duration, label_fields=("mode",))
     server, port, health = create_server(
         address, service_names=[ENGINE_SERVICE_NAME], interceptors=[interceptor], reflection=reflection
     )
-    server.add_generic_rpc_handlers((engine_handler(EngineServicer(metrics, interceptor.record)),))
-    return server, port, health
+    servicer = EngineServicer(metrics, interceptor.record)
+    server.add_generic_rpc_handlers((engine_handler(servicer),))
+    return server, port, health, servicer
 
 
 async def serve_engine(args: argparse.Namespace) -> None:
     """Run the engine until SIGTERM/SIGINT, then drain within ``args.grace`` seconds."""
     metrics_port = start_metrics_server(args.metrics_port, args.metrics_host)
-    server, port, health = create_engine_server(f"{args.host}:{args.port}", reflection=args.reflection)
+    server, port, health, servicer = _engine_server(f"{args.host}:{args.port}", None, args.reflection)
+    frames: asyncio.Server | None = None
+    if args.frames_socket:  # before health says SERVING: the session sends its moves there at once
+        frames = await start_frame_server(args.frames_socket, servicer.handlers, servicer.record)
     log.info(
         "engine listening",
         host=args.host,
         port=port,
+        frames_socket=args.frames_socket or None,
         metrics_host=args.metrics_host,
         metrics_port=metrics_port,
         reflection=args.reflection,
     )
-    await serve(server, health, grace=args.grace, service_names=[ENGINE_SERVICE_NAME])
+
+    async def close_frames() -> None:
+        if frames is not None:
+            frames.close()
+
+    await serve(
+        server, health, grace=args.grace, service_names=[ENGINE_SERVICE_NAME], on_shutdown=close_frames
+    )
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -213,5 +236,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "optional reflection and Prometheus metrics. Every flag can also come from the environment.",
     )
     add_service_flags(parser, port=50051, metrics_port=9101, grace=5.0)
+    add_env_argument(
+        parser,
+        "--frames-socket",
+        default="",
+        help="also take ApplyMany's moves as frames on this Unix socket, for a session on this "
+        "machine (its directory must be private to this user; empty: off)",
+    )
     parser.set_defaults(handler=run_command)
     return parser
