@@ -45,6 +45,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -115,6 +116,8 @@ class Child:
         parts = [f"grpc {url_host(self.listen_host)}:{self.grpc_port}"]
         if self.http_port is not None:
             parts.append(f"http {url_host(self.listen_host)}:{self.http_port}")
+        if "--frames-socket" in self.args:
+            parts.append(f"frames {self.args[self.args.index('--frames-socket') + 1]}")
         parts.append(f"metrics {url_host(self.metrics_host)}:{self.metrics_port}")
         return ", ".join(parts)
 
@@ -239,8 +242,12 @@ def _session_target(connect_host: str, ports: Sequence[int]) -> str:
     return "ipv6:" + ",".join(f"[{connect_host}]:{port}" for port in ports)
 
 
-def build_plan(args: argparse.Namespace) -> Plan:
-    """Turn the ``serve`` flags into children with concrete ports; ``PlanError`` if impossible."""
+def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan:
+    """Turn the ``serve`` flags into children with concrete ports; ``PlanError`` if impossible.
+
+    ``runtime_dir``, a directory private to this user, holds the engine's frames socket: the
+    sessions, on the same machine, send their moves there (:mod:`ninetynine.engine.frames`).
+    """
     replicas: int = args.session_replicas
     if replicas < 1:
         raise PlanError(f"--session-replicas must be at least 1, got {replicas}")
@@ -282,6 +289,11 @@ def build_plan(args: argparse.Namespace) -> Plan:
         for offset, name in enumerate(metrics_names)
     }
 
+    frames_socket = str(Path(runtime_dir) / "engine.sock") if runtime_dir else ""
+
+    def frames_flag(flag: str) -> tuple[str, ...]:
+        return (flag, frames_socket) if frames_socket else ()
+
     level: str = args.log_level
     reflection = "--reflection" if args.reflection else "--no-reflection"
     common = ("--log-level", level, "--metrics-host", metrics_host, reflection)
@@ -296,6 +308,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
             str(claimed["engine"]),
             "--metrics-port",
             str(metrics["engine"]),
+            *frames_flag("--frames-socket"),
         ),
         claimed["engine"],
         metrics["engine"],
@@ -327,6 +340,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
                     store,
                     "--metrics-port",
                     str(metrics[name]),
+                    *frames_flag("--engine-frames"),
                     *session_extra,
                 ),
                 port,
@@ -698,8 +712,14 @@ class Supervisor:
 def run_command(args: argparse.Namespace) -> int:
     json_logs = None if args.log_format == "auto" else args.log_format == "json"
     configure_logging("supervisor", level=args.log_level, json_logs=json_logs, stream=sys.stdout)
+    # Private to this user (mkdtemp makes it 0700): the engine's frames socket lives here.
+    with tempfile.TemporaryDirectory(prefix="ninetynine-serve-") as runtime_dir:
+        return _run(args, runtime_dir)
+
+
+def _run(args: argparse.Namespace, runtime_dir: str) -> int:
     try:
-        plan = build_plan(args)
+        plan = build_plan(args, runtime_dir)
         token = load_service_token(args.service_token_file) or generate_token()
     except (PlanError, OSError, CredentialError) as exc:
         log.error("cannot start the stack", error=str(exc))

@@ -4,9 +4,11 @@
 points, production log level by default) on free loopback ports, with a fresh SQLite store in a
 temporary directory, waits until every one is SERVING and stops them (SIGTERM, then SIGKILL after
 a bound) on exit; the launching is :mod:`ninetynine.launch`'s. With ``engine_local`` there is no
-engine process: the session runs the rules itself (``--engine local``). :class:`ProcSampler`
-reads CPU time and RSS from ``/proc``; :func:`histogram_buckets` parses one Prometheus histogram
-out of a ``/metrics`` page; :func:`open_files` reads a process's open-files limit and count.
+engine process: the session runs the rules itself (``--engine local``); otherwise the session
+sends its moves to the engine's frames socket in the work directory, as ``ninety-nine serve``
+does. :class:`ProcSampler` reads CPU time and RSS from ``/proc``; :func:`histogram_buckets` parses
+one Prometheus histogram out of a ``/metrics`` page; :func:`open_files` reads a process's
+open-files limit and count.
 """
 
 from __future__ import annotations
@@ -94,11 +96,14 @@ class Stack:
             store = f"sqlite:///{self.workdir}/rooms.db" + store[len("sqlite") :]
         try:
             engine = None
+            # As `serve` runs them: the moves go to the engine's socket in the (private) work dir.
+            frames = [] if cfg.engine_local else ["--engine-frames", f"{self.workdir}/engine.sock"]
             if not cfg.engine_local:
                 engine = self._spawn(
                     "engine",
                     ["--port", str(self.ports["engine"]),
-                     "--metrics-port", str(self.ports["engine_metrics"])],
+                     "--metrics-port", str(self.ports["engine_metrics"]),
+                     "--frames-socket", f"{self.workdir}/engine.sock"],
                 )  # fmt: skip
             engine_target = "local" if engine is None else f"{HOST}:{self.ports['engine']}"
             session = self._spawn(
@@ -107,6 +112,7 @@ class Stack:
                     "--port", str(self.ports["session"]),
                     "--metrics-port", str(self.ports["session_metrics"]),
                     "--engine", engine_target,
+                    *frames,
                     "--store", store,
                     "--bot-think-ms", str(cfg.bot_think_ms),
                     "--turn-time-scale", str(cfg.turn_time_scale),

@@ -219,3 +219,20 @@ def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> No
     assert {flag(c.args, "--metrics-host") for c in plan.children()} == {"0.0.0.0"}
     # Local clients (and the supervisor's health checks) still reach them on loopback.
     assert plan.gateway_session_target == "127.0.0.1:50052"
+
+
+def test_the_sessions_send_their_moves_to_the_engines_frames_socket_in_the_runtime_dir() -> None:
+    from ninetynine.cli import build_parser
+    from ninetynine.supervisor import build_plan
+
+    def flag(args: tuple[str, ...], name: str) -> str:
+        return args[args.index(name) + 1]
+
+    args = build_parser().parse_args(["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2"])
+    plan = build_plan(args, "/run/private")
+    assert flag(plan.engine.args, "--frames-socket") == "/run/private/engine.sock"
+    assert [flag(s.args, "--engine-frames") for s in plan.sessions] == ["/run/private/engine.sock"] * 2
+    assert "listens engine:   grpc 127.0.0.1:50051, frames /run/private/engine.sock, metrics" in plan.banner()
+    # Without a runtime directory, everything goes over gRPC.
+    plain = build_plan(args)
+    assert all("--frames-socket" not in c.args and "--engine-frames" not in c.args for c in plain.children())
