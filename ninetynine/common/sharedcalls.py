@@ -242,9 +242,8 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
         """
         try:
             async with asyncio.timeout(timeout):
-                attempt = 0
+                attempt = 1  # sendings that a broken call cost; asking on the call is not one
                 while True:
-                    attempt += 1
                     call = self._call_for(key)
                     call_id = next(self._ids)
                     future = call.send(call_id, make_request(call_id, answered is not None))
@@ -258,7 +257,7 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
                             future.exception()  # a break after the answer is no news
                         if isinstance(answered.exception(), AnswerLost):
                             log.info("answer asked for on the call", kind=call.kind, key=key[:16])
-                            answered, attempt = None, attempt - 1  # not a failed sending
+                            answered = None
                             continue
                         return answered.result()
                     except grpc.aio.AioRpcError as broken:  # the call broke: no answer came
@@ -276,6 +275,7 @@ class AnsweringPool(CallPool[AnsweredCall[_Req, _A]]):
                         # A replica that just died may still look connected for a moment: the next
                         # call could land on it again, so give the channel time to notice.
                         await asyncio.sleep(RESEND_PAUSE_S * attempt)
+                        attempt += 1
                     finally:
                         call.pending.pop(call_id, None)
         except TimeoutError:
