@@ -36,7 +36,8 @@ import grpc.aio
 import uvloop
 
 from bench.framework import CaseResult, Report
-from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, FRAME_HEADER, ServerProcess
+from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, ServerProcess
+from ninetynine.engine.frames import frame
 
 PAYLOAD = b"x" * 1000
 BACK_TO_BACK = 3000
@@ -74,11 +75,11 @@ async def _timed(
 async def _measure_raw(port: int, pid: int, calls: int, pace_s: float) -> tuple[float, float]:
     """The raw frame's server and client CPU µs per message (same payload)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    frame = len(PAYLOAD).to_bytes(FRAME_HEADER, "big") + PAYLOAD
+    one = frame(PAYLOAD)
 
     async def one_frame() -> None:
-        writer.write(frame)
-        await reader.readexactly(len(frame))
+        writer.write(one)
+        await reader.readexactly(len(one))
 
     try:
         for _ in range(100):

@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry
 from ninetynine.common.grpcserver import create_server
 from ninetynine.common.logging import configure_logging
 from ninetynine.common.runner import run_loop, tune_gc
+from ninetynine.engine.frames import HEADER
 from ninetynine.engine.server import EngineMetrics, create_engine_server
 
 ECHO_SERVICE = "bench.v1.Echo"
@@ -57,13 +58,10 @@ async def _echo_stream(requests: Any, context: grpc.aio.ServicerContext[Any, Any
         yield request
 
 
-# A raw frame: a 4-byte big-endian length, then that many bytes.
-FRAME_HEADER = 4
-
-
 class RawFrameEcho(asyncio.Protocol):
-    """Sends every length-prefixed frame back as it came: a message on a TCP connection the event
-    loop reads itself, the transport baseline without gRPC's threads and HTTP/2."""
+    """Sends every frame (the engine frames' length prefix, then the bytes) back as it came: a
+    message on a TCP connection the event loop reads itself, the transport baseline without
+    gRPC's threads and HTTP/2."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -74,8 +72,8 @@ class RawFrameEcho(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        while len(self.buffer) >= FRAME_HEADER:
-            end = FRAME_HEADER + int.from_bytes(self.buffer[:FRAME_HEADER], "big")
+        while len(self.buffer) >= HEADER:
+            end = HEADER + int.from_bytes(self.buffer[:HEADER], "big")
             if len(self.buffer) < end:
                 return
             assert self.transport is not None

@@ -44,7 +44,7 @@ from ninetynine.common.sharedcalls import rpc_error
 from ninetynine.engine.applymany import Recorder, answer_bytes
 from ninetynine.engine.handlers import EngineHandlers
 
-__all__ = ["MAX_FRAME", "PREAMBLE", "FrameCall", "frame_call", "start_frame_server"]
+__all__ = ["HEADER", "MAX_FRAME", "PREAMBLE", "FrameCall", "frame", "frame_call", "start_frame_server"]
 
 log = get_logger(__name__)
 
@@ -61,7 +61,8 @@ _PEERCRED = struct.Struct("3i")  # pid, uid, gid
 _Resp = TypeVar("_Resp")
 
 
-def _frame(data: bytes) -> bytes:
+def frame(data: bytes) -> bytes:
+    """``data`` as one frame: its length in :data:`HEADER` big-endian bytes, then the bytes."""
     return len(data).to_bytes(HEADER, "big") + data
 
 
@@ -108,7 +109,7 @@ class _EngineFrames(asyncio.Protocol):
                 break
             try:
                 answers.append(
-                    _frame(answer_bytes(self.handlers, bytes(buffer[start + HEADER : end]), "", self.record))
+                    frame(answer_bytes(self.handlers, bytes(buffer[start + HEADER : end]), "", self.record))
                 )
             except ServiceError as err:  # bytes that do not parse as a request (MALFORMED_REQUEST)
                 self._refuse(err.reason)
@@ -194,7 +195,7 @@ class FrameCall(Generic[_Resp]):
     async def _write(self, writer: asyncio.StreamWriter) -> None:
         try:
             async for data in self._requests:
-                writer.write(_frame(data))
+                writer.write(frame(data))
                 if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
                     await writer.drain()
         except (ConnectionError, OSError):
