@@ -37,7 +37,7 @@ import uvloop
 
 from bench.framework import CaseResult, Report
 from bench.servers import ECHO_METHOD, ECHO_STREAM_METHOD, ServerProcess
-from ninetynine.engine.frames import frame
+from ninetynine.common.frames import frame
 
 PAYLOAD = b"x" * 1000
 BACK_TO_BACK = 3000

@@ -32,10 +32,10 @@ import grpc
 import grpc.aio
 from prometheus_client import CollectorRegistry
 
+from ninetynine.common.frames import HEADER
 from ninetynine.common.grpcserver import create_server
 from ninetynine.common.logging import configure_logging
 from ninetynine.common.runner import run_loop, tune_gc
-from ninetynine.engine.frames import HEADER
 from ninetynine.engine.server import EngineMetrics, create_engine_server
 
 ECHO_SERVICE = "bench.v1.Echo"

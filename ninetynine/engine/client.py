@@ -123,9 +123,7 @@ class EngineClient:
             )
             metadata = (("accept-language", lang),) if lang else None
             method: Callable[[AsyncIterator[bytes]], Any] = (
-                frame_call(frames, pb.ApplyManyResponse.FromString)
-                if frames
-                else lambda requests: apply_many(requests, metadata=metadata)
+                frame_call(frames) if frames else lambda requests: apply_many(requests, metadata=metadata)
             )
 
             def open_call(index: int) -> AnsweredCall[bytes, pb.ApplyManyResponse]:

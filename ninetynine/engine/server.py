@@ -35,6 +35,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 from ninetynine.common.config import add_env_argument
 from ninetynine.common.context import accept_language
 from ninetynine.common.errors import lang_from_metadata
+from ninetynine.common.frames import remove_socket
 from ninetynine.common.grpcserver import HealthServicer, create_server, serve
 from ninetynine.common.interceptors import CanonicalLogInterceptor
 
@@ -217,7 +218,7 @@ async def serve_engine(args: argparse.Namespace) -> None:
 
     async def close_frames() -> None:
         if frames is not None:
-            frames.close()
+            remove_socket(frames, args.frames_socket)
 
     await serve(
         server, health, grace=args.grace, service_names=[ENGINE_SERVICE_NAME], on_shutdown=close_frames

@@ -20,9 +20,10 @@ import grpc
 import pytest
 
 from ninetynine.common.errors import ServiceError
+from ninetynine.common.frames import MAX_FRAME
 from ninetynine.engine import convert
 from ninetynine.engine.client import EngineClient
-from ninetynine.engine.frames import MAX_FRAME, PREAMBLE
+from ninetynine.engine.frames import PREAMBLE
 from ninetynine.engine.rules import timeout_action
 from ninetynine.engine.v1 import engine_service_pb2 as pb
 from ninetynine.engine.v1 import engine_service_pb2_grpc as pb_grpc
@@ -129,10 +130,18 @@ async def test_a_move_in_flight_when_the_engine_restarts_is_sent_again(
         request = _move(setup)
         await client.apply(setup.state, request.player_id, request.action, now_ms=request.now_ms)
         stop_engine(first)  # the open connection ends
-        second = start_engine(tmp_path, "--port", str(port), "--frames-socket", str(socket_path))
+        assert not socket_path.exists(), "a stopped engine leaves no socket behind"
+        # Sent while no engine listens: it waits for one, as a gRPC call waits for a ready server.
+        again = asyncio.create_task(
+            client.apply(setup.state, request.player_id, request.action, now_ms=request.now_ms)
+        )
+        await asyncio.sleep(0.3)
+        assert not again.done()
+        second = await asyncio.to_thread(
+            start_engine, tmp_path, "--port", str(port), "--frames-socket", str(socket_path)
+        )
         try:
-            again = await client.apply(setup.state, request.player_id, request.action, now_ms=request.now_ms)
-            assert again.state.seq == 1
+            assert (await again).state.seq == 1
         finally:
             stop_engine(second)
     finally:
