@@ -32,13 +32,16 @@ resent here: the refusal goes back to the caller as it is.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import grpc.aio
+from google.protobuf.message import Message
 from prometheus_client import Counter
 
 from ninetynine.common.context import request_id
+from ninetynine.common.frames import frame_call, method_path
 from ninetynine.common.logging import get_logger
 from ninetynine.common.sharedcalls import (
     AnsweredCall,
@@ -49,7 +52,6 @@ from ninetynine.common.sharedcalls import (
     rpc_error,
 )
 from ninetynine.session.v1 import session_service_pb2 as spb
-from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
 
 log = get_logger(__name__)
 
@@ -58,6 +60,27 @@ log = get_logger(__name__)
 MAX_PENDING_ITEMS = 2000
 
 _Item = spb.SubscriptionItem | grpc.aio.AioRpcError
+# What opens one shared call: a stub's stream-stream method, or a frames call (same contract).
+SubscribeManyMethod = Callable[[AsyncIterator[spb.SubscribeManyRequest]], Any]
+PlayManyMethod = Callable[[AsyncIterator[spb.PlayManyRequest]], Any]
+
+
+_SERVICE = spb.DESCRIPTOR.services_by_name["SessionService"]
+SUBSCRIBE_MANY = method_path(_SERVICE, "SubscribeMany")
+PLAY_MANY = method_path(_SERVICE, "PlayMany")
+
+
+def frames_calls(path: str) -> tuple[SubscribeManyMethod, PlayManyMethod]:
+    """SubscribeMany and PlayMany over the session's frames socket at ``path`` (a session on this
+    machine, :mod:`ninetynine.session.frames`): the stub's two methods, for a relay's ``method``."""
+    return (
+        frame_call(path, SUBSCRIBE_MANY, _serialize, spb.SubscribeManyResponse.FromString),
+        frame_call(path, PLAY_MANY, _serialize, spb.PlayManyResponse.FromString),
+    )
+
+
+def _serialize(message: Message) -> bytes:
+    return message.SerializeToString()
 
 
 class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
@@ -65,9 +88,9 @@ class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse
 
     kind = "room"
 
-    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
+    def __init__(self, method: SubscribeManyMethod, index: int) -> None:
         self.subscriptions: dict[int, asyncio.Queue[_Item]] = {}
-        super().__init__(stub.SubscribeMany, index)
+        super().__init__(method, index)
 
     def _on_message(self, message: spb.SubscribeManyResponse) -> None:
         for item in message.items:
@@ -105,10 +128,14 @@ class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse
 
 
 class SessionRelay(CallPool[_SharedCall]):
-    """``streams`` shared SubscribeMany calls to the session, opened on first use and after a break."""
+    """``streams`` shared SubscribeMany calls to the session, opened on first use and after a break.
 
-    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2) -> None:
-        super().__init__(lambda index: _SharedCall(stub, index), streams)
+    ``method`` opens one: the stub's ``SubscribeMany``, or the session's frames socket
+    (:func:`frames_calls`).
+    """
+
+    def __init__(self, method: SubscribeManyMethod, streams: int = 2) -> None:
+        super().__init__(lambda index: _SharedCall(method, index), streams)
 
     async def subscribe(
         self, request: spb.SubscribeRequest, lang: str
@@ -139,20 +166,19 @@ class _PlayCall(AnsweredCall[spb.PlayManyRequest, spb.PlayManyResponse]):
 
     kind = "play"
 
-    def __init__(self, stub: spb_grpc.SessionServiceAsyncStub, index: int) -> None:
-        super().__init__(stub.PlayMany, index)
+    def __init__(self, method: PlayManyMethod, index: int) -> None:
+        super().__init__(method, index)
 
 
 class PlayRelay(AnsweringPool[spb.PlayManyRequest, spb.PlayManyResponse]):
     """``streams`` shared PlayMany calls to the session, opened on first use and after a break.
 
-    ``retries`` counts the plays sent again because the call carrying them broke.
+    ``method`` opens one (the stub's ``PlayMany``, or the session's frames socket); ``retries``
+    counts the plays sent again because the call carrying them broke.
     """
 
-    def __init__(
-        self, stub: spb_grpc.SessionServiceAsyncStub, streams: int = 2, retries: Counter | None = None
-    ) -> None:
-        super().__init__(lambda index: _PlayCall(stub, index), streams, retries)
+    def __init__(self, method: PlayManyMethod, streams: int = 2, retries: Counter | None = None) -> None:
+        super().__init__(lambda index: _PlayCall(method, index), streams, retries)
 
     async def play(
         self,

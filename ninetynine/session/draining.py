@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from ninetynine.common.logging import get_logger
 
@@ -75,12 +75,24 @@ class DrainableCall:
         self._gone = True
 
 
+class Listener(Protocol):
+    """Another way in for the shared calls than the gRPC server (the frames socket)."""
+
+    async def start(self) -> None: ...
+
+    def stop_listening(self) -> None: ...
+
+    async def wait_closed(self, timeout: float) -> None: ...
+
+
 class OpenStreams:
-    """The shared calls open on one session server, so that its shutdown can drain them."""
+    """The shared calls open on one session server, whichever listener took them, so that its
+    shutdown can drain them; ``listeners`` stop taking calls when the drain begins."""
 
     def __init__(self) -> None:
         self.draining = False
         self._open: set[DrainableCall] = set()
+        self.listeners: list[Listener] = []
 
     @contextmanager
     def track(self, call: DrainableCall) -> Iterator[None]:
@@ -96,6 +108,8 @@ class OpenStreams:
     async def drain(self) -> None:
         """Ask every open call to stop reading and end (``serve``'s ``on_draining``)."""
         self.draining = True
+        for listener in self.listeners:
+            listener.stop_listening()
         calls = list(self._open)
         log.info("draining shared calls", calls=len(calls))
         for call in calls:

@@ -47,6 +47,7 @@ from ninetynine.session.deadlines import DEFAULT_BOT_THINK_MS, DEFAULT_LEASE_MS
 from ninetynine.session.draining import OpenStreams
 from ninetynine.session.errors import DOMAIN, session_error
 from ninetynine.session.expiry import DEFAULT_FINISHED_RETENTION_S, DEFAULT_LOBBY_IDLE_S, ExpiryPolicy
+from ninetynine.session.frames import SessionFrames
 from ninetynine.session.metrics import SessionMetrics
 from ninetynine.session.multiplex import SubscribeMany
 from ninetynine.session.playmany import PlayMany, Recorder, play
@@ -224,6 +225,7 @@ def create_session_server(
     engine_target: str,
     store_url: str,
     engine_frames: str = "",
+    frames_socket: str = "",
     bot_think_ms: int = DEFAULT_BOT_THINK_MS,
     engine_timeout: float = 1.0,
     time_scale: float = 1.0,
@@ -245,9 +247,11 @@ def create_session_server(
     (:mod:`ninetynine.engine.frames`). Call ``RoomService.start()`` next to ``server.start()`` so
     deadlines fire (and :func:`close_room_service` on the way out); call inside the event loop
     that will run it. ``streams`` collects the open PlayMany and SubscribeMany calls, for
-    :func:`run_session` to drain on shutdown. ``service_token``: the secret every call
-    but health's must present; without one ``address`` must be a loopback one
-    (:class:`CredentialError` otherwise).
+    :func:`run_session` to drain on shutdown; ``frames_socket``, a Unix socket path, also takes
+    them as frames from a gateway on this machine (:mod:`ninetynine.session.frames`; it needs
+    ``streams``, whose listeners it joins, and :func:`run_session` opens it). ``service_token``:
+    the secret every call but health's must present; without one ``address`` must be a loopback
+    one (:class:`CredentialError` otherwise).
     """
     host = address.rsplit(":", 1)[0]
     if service_token is None and not is_loopback(host):
@@ -288,6 +292,18 @@ def create_session_server(
     server, port, health = create_server(
         address, service_names=[SESSION_SERVICE_NAME], interceptors=interceptors, reflection=reflection
     )
+    if frames_socket:
+        if streams is None:
+            raise ValueError("a frames socket needs the streams that run_session drains")
+        streams.listeners.append(
+            SessionFrames(
+                room_service,
+                streams,
+                interceptor.record,
+                lambda reason: room_service.metrics.refusals.labels(reason).inc(),
+                frames_socket,
+            )
+        )
     # Not the generated add_SessionServiceServicer_to_server: undecodable bytes must be
     # INVALID_ARGUMENT / MALFORMED_REQUEST, not grpc's INTERNAL.
     server.add_generic_rpc_handlers(
@@ -321,10 +337,13 @@ async def run_session(
     """Serve until SIGTERM/SIGINT (or ``stop``): then drain the shared calls, stop, close.
 
     ``room_service`` must be started already; ``streams`` is the one given to
-    :func:`create_session_server`.
+    :func:`create_session_server`, whose listeners open here.
     """
+    for listener in streams.listeners:  # before health says SERVING: the gateway comes at once
+        await listener.start()
 
     async def on_shutdown() -> None:
+        await asyncio.gather(*(listener.wait_closed(grace) for listener in streams.listeners))
         await close_room_service(room_service)
 
     await serve(
@@ -346,6 +365,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         f"{args.host}:{args.port}",
         engine_target=args.engine,
         engine_frames=args.engine_frames,
+        frames_socket=args.frames_socket,
         store_url=args.store,
         bot_think_ms=args.bot_think_ms,
         time_scale=args.turn_time_scale,
@@ -371,6 +391,7 @@ async def serve_session(args: argparse.Namespace) -> None:
         engine_mode="local" if args.engine == LOCAL_TARGET else "remote",
         engine=args.engine,
         engine_frames=args.engine_frames or None,
+        frames_socket=args.frames_socket or None,
     )
     room_service.start()
     await run_session(server, health, room_service, streams, grace=args.grace)
@@ -414,6 +435,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         default="",
         help="the engine's --frames-socket on this machine: moves (Apply, Timeout) go there instead "
         "of over gRPC, which costs each end less CPU per move (empty: gRPC)",
+    )
+    add_env_argument(
+        parser,
+        "--frames-socket",
+        default="",
+        help="also take a gateway's shared PlayMany and SubscribeMany calls as frames on this Unix "
+        "socket, for a gateway on this machine (its --session-frames); empty: gRPC only",
     )
     add_env_argument(
         parser,

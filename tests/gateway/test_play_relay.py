@@ -225,7 +225,7 @@ async def table(tmp_path: Path) -> AsyncIterator[Table]:
     await session.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{session.port}")
     stub = spb_grpc.SessionServiceStub(channel)
-    relay = PlayRelay(stub, streams=1)
+    relay = PlayRelay(stub.PlayMany, streams=1)
     host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
     guest = await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name="B"))
     await stub.StartGame(spb.StartGameRequest(token=host.seat_token))

@@ -63,7 +63,7 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     rooms.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     stub = spb_grpc.SessionServiceStub(channel)
-    relay = PlayRelay(stub, streams=1, retries=GatewayMetrics.create(gateway_registry).play_retries)
+    relay = PlayRelay(stub.PlayMany, streams=1, retries=GatewayMetrics.create(gateway_registry).play_retries)
     host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=2))
     guest = await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name="B"))
     await stub.StartGame(spb.StartGameRequest(token=host.seat_token))
@@ -170,7 +170,7 @@ async def test_a_play_the_draining_replica_did_not_take_up_is_sent_once_more_and
     channel = create_channel(target, options=[("grpc.lb_policy_name", "round_robin")])
     stub = spb_grpc.SessionServiceStub(channel)
     gateway_registry = CollectorRegistry()
-    relay = PlayRelay(stub, streams=1, retries=GatewayMetrics.create(gateway_registry).play_retries)
+    relay = PlayRelay(stub.PlayMany, streams=1, retries=GatewayMetrics.create(gateway_registry).play_retries)
     try:
         tables = []
         for _ in range(3):

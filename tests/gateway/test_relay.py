@@ -107,7 +107,7 @@ async def local() -> AsyncIterator[Callable[..., Awaitable[tuple[LocalSession, A
         await session.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{session.port}")
         stub = spb_grpc.SessionServiceStub(channel)
-        relay = SessionRelay(stub, streams=streams)
+        relay = SessionRelay(stub.SubscribeMany, streams=streams)
         opened.append((session, channel, relay))
         return session, stub, relay
 
