@@ -43,7 +43,9 @@ import functools
 import ipaddress
 import json
 import os
+import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -242,11 +244,18 @@ def _session_target(connect_host: str, ports: Sequence[int]) -> str:
     return "ipv6:" + ",".join(f"[{connect_host}]:{port}" for port in ports)
 
 
+RUNTIME_PREFIX = "ninetynine-serve-"
+# Longer than any start-up takes (--startup-timeout's default is 60 s).
+STALE_AFTER_S = 300.0
+
+
 def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan:
     """Turn the ``serve`` flags into children with concrete ports; ``PlanError`` if impossible.
 
-    ``runtime_dir``, a directory private to this user, holds the engine's frames socket: the
-    sessions, on the same machine, send their moves there (:mod:`ninetynine.engine.frames`).
+    ``runtime_dir``, a directory private to this user, holds the frames sockets
+    (:mod:`ninetynine.common.frames`): the engine's, where the sessions send their moves, and with
+    one session replica the session's, where the gateway opens its shared calls (with several,
+    the gateway's gRPC channel spreads them over the replicas and fails over).
     """
     replicas: int = args.session_replicas
     if replicas < 1:
@@ -289,10 +298,11 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
         for offset, name in enumerate(metrics_names)
     }
 
-    frames_socket = str(Path(runtime_dir) / "engine.sock") if runtime_dir else ""
+    engine_frames = str(Path(runtime_dir) / "engine.sock") if runtime_dir else ""
+    session_frames = str(Path(runtime_dir) / "session.sock") if runtime_dir and replicas == 1 else ""
 
-    def frames_flag(flag: str) -> tuple[str, ...]:
-        return (flag, frames_socket) if frames_socket else ()
+    def frames_flag(flag: str, path: str) -> tuple[str, ...]:
+        return (flag, path) if path else ()
 
     level: str = args.log_level
     reflection = "--reflection" if args.reflection else "--no-reflection"
@@ -308,7 +318,7 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
             str(claimed["engine"]),
             "--metrics-port",
             str(metrics["engine"]),
-            *frames_flag("--frames-socket"),
+            *frames_flag("--frames-socket", engine_frames),
         ),
         claimed["engine"],
         metrics["engine"],
@@ -340,7 +350,8 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
                     store,
                     "--metrics-port",
                     str(metrics[name]),
-                    *frames_flag("--engine-frames"),
+                    *frames_flag("--engine-frames", engine_frames),
+                    *frames_flag("--frames-socket", session_frames),
                     *session_extra,
                 ),
                 port,
@@ -366,6 +377,7 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
             session_target,
             "--metrics-port",
             str(metrics["gateway"]),
+            *frames_flag("--session-frames", session_frames),
         ),
         claimed["gateway-grpc"],
         metrics["gateway"],
@@ -712,9 +724,40 @@ class Supervisor:
 def run_command(args: argparse.Namespace) -> int:
     json_logs = None if args.log_format == "auto" else args.log_format == "json"
     configure_logging("supervisor", level=args.log_level, json_logs=json_logs, stream=sys.stdout)
-    # Private to this user (mkdtemp makes it 0700): the engine's frames socket lives here.
-    with tempfile.TemporaryDirectory(prefix="ninetynine-serve-") as runtime_dir:
+    _remove_stale_runtime_dirs()
+    # Private to this user (mkdtemp makes it 0700): the frames sockets live here.
+    with tempfile.TemporaryDirectory(prefix=RUNTIME_PREFIX) as runtime_dir:
         return _run(args, runtime_dir)
+
+
+def _remove_stale_runtime_dirs() -> None:
+    """Remove the runtime directories of stacks that were killed before they could clean up.
+
+    A directory is stale when it is this user's, unchanged for :data:`STALE_AFTER_S` (a stack
+    still starting has not bound its sockets yet) and none of its sockets takes a connection (a
+    running stack's engine and session listen on theirs).
+    """
+    for entry in Path(tempfile.gettempdir()).glob(RUNTIME_PREFIX + "*"):
+        try:
+            info = entry.stat()
+            recent = time.time() - info.st_mtime < STALE_AFTER_S
+            if not entry.is_dir() or info.st_uid != os.getuid() or recent:
+                continue
+            if any(_answers(sock) for sock in entry.glob("*.sock")):
+                continue
+            shutil.rmtree(entry)
+            log.info("removed a stale runtime directory", path=str(entry))
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def _run(args: argparse.Namespace, runtime_dir: str) -> int:

@@ -5,10 +5,10 @@ points, production log level by default) on free loopback ports, with a fresh SQ
 temporary directory, waits until every one is SERVING and stops them (SIGTERM, then SIGKILL after
 a bound) on exit; the launching is :mod:`ninetynine.launch`'s. With ``engine_local`` there is no
 engine process: the session runs the rules itself (``--engine local``); otherwise the session
-sends its moves to the engine's frames socket in the work directory, as ``ninety-nine serve``
-does. :class:`ProcSampler` reads CPU time and RSS from ``/proc``; :func:`histogram_buckets` parses
-one Prometheus histogram out of a ``/metrics`` page; :func:`open_files` reads a process's
-open-files limit and count.
+sends its moves to the engine's frames socket in the work directory, and the gateway its shared
+calls to the session's, as ``ninety-nine serve`` does. :class:`ProcSampler` reads CPU time and
+RSS from ``/proc``; :func:`histogram_buckets` parses one Prometheus histogram out of a
+``/metrics`` page; :func:`open_files` reads a process's open-files limit and count.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class Stack:
             store = f"sqlite:///{self.workdir}/rooms.db" + store[len("sqlite") :]
         try:
             engine = None
-            # As `serve` runs them: the moves go to the engine's socket in the (private) work dir.
+            # As `serve` runs them: the moves go to the engine's socket in the (private) work dir,
+            # the gateway's shared calls to the session's.
             frames = [] if cfg.engine_local else ["--engine-frames", f"{self.workdir}/engine.sock"]
             if not cfg.engine_local:
                 engine = self._spawn(
@@ -113,6 +114,7 @@ class Stack:
                     "--metrics-port", str(self.ports["session_metrics"]),
                     "--engine", engine_target,
                     *frames,
+                    "--frames-socket", f"{self.workdir}/session.sock",
                     "--store", store,
                     "--bot-think-ms", str(cfg.bot_think_ms),
                     "--turn-time-scale", str(cfg.turn_time_scale),
@@ -125,6 +127,7 @@ class Stack:
                     "--grpc-port", str(self.ports["gateway_grpc"]),
                     "--metrics-port", str(self.ports["gateway_metrics"]),
                     "--session", f"{HOST}:{self.ports['session']}",
+                    "--session-frames", f"{self.workdir}/session.sock",
                     "--heartbeat-seconds", str(cfg.heartbeat_seconds),
                     *LOAD_BUDGETS,
                 ],

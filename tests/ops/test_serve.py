@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,6 +235,55 @@ def test_the_sessions_send_their_moves_to_the_engines_frames_socket_in_the_runti
     assert flag(plan.engine.args, "--frames-socket") == "/run/private/engine.sock"
     assert [flag(s.args, "--engine-frames") for s in plan.sessions] == ["/run/private/engine.sock"] * 2
     assert "listens engine:   grpc 127.0.0.1:50051, frames /run/private/engine.sock, metrics" in plan.banner()
+    # Two replicas: the gateway's shared calls stay on gRPC, spread over both and failing over.
+    assert all("--frames-socket" not in s.args for s in plan.sessions)
+    assert "--session-frames" not in plan.gateway.args
     # Without a runtime directory, everything goes over gRPC.
     plain = build_plan(args)
-    assert all("--frames-socket" not in c.args and "--engine-frames" not in c.args for c in plain.children())
+    assert all(
+        not {"--frames-socket", "--engine-frames", "--session-frames"} & set(c.args) for c in plain.children()
+    )
+
+
+def test_with_one_session_the_gateway_opens_its_shared_calls_on_the_sessions_frames_socket() -> None:
+    from ninetynine.cli import build_parser
+    from ninetynine.supervisor import build_plan
+
+    def flag(args: tuple[str, ...], name: str) -> str:
+        return args[args.index(name) + 1]
+
+    plan = build_plan(build_parser().parse_args(["serve"]), "/run/private")
+    (session,) = plan.sessions
+    assert flag(session.args, "--frames-socket") == "/run/private/session.sock"
+    assert flag(plan.gateway.args, "--session-frames") == "/run/private/session.sock"
+    assert "frames /run/private/session.sock" in plan.banner()
+
+
+def test_serve_removes_the_runtime_directories_of_stacks_killed_before_they_cleaned_up() -> None:
+    import socket
+    import tempfile
+
+    from ninetynine import supervisor
+
+    stale = Path(tempfile.mkdtemp(prefix=supervisor.RUNTIME_PREFIX))
+    starting = Path(tempfile.mkdtemp(prefix=supervisor.RUNTIME_PREFIX))
+    live = Path(tempfile.mkdtemp(prefix=supervisor.RUNTIME_PREFIX))
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        # A killed stack's socket file that nobody listens on any more, and a running stack's.
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.bind(str(stale / "engine.sock"))
+        dead.close()
+        listening.bind(str(live / "engine.sock"))
+        listening.listen()
+        long_ago = time.time() - supervisor.STALE_AFTER_S - 60
+        for directory in (stale, live):
+            os.utime(directory, (long_ago, long_ago))
+        supervisor._remove_stale_runtime_dirs()
+        assert not stale.exists()
+        assert (live / "engine.sock").is_socket()
+        assert starting.is_dir(), "a stack still starting (no socket yet) keeps its directory"
+    finally:
+        listening.close()
+        for directory in (stale, starting, live):
+            shutil.rmtree(directory, ignore_errors=True)
