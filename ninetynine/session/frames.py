@@ -88,8 +88,9 @@ class SessionFrames:
 
     def stop_listening(self) -> None:
         """Take no new connections (the shutdown's first step; the open calls are drained with the rest)."""
-        if self.server is not None:
+        if self.server is not None:  # once: a later call must not unlink a successor's socket
             remove_socket(self.server, self.path)
+            self.server = None
 
     async def wait_closed(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the open calls to end, then cut off the rest."""
