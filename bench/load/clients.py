@@ -97,6 +97,8 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     games_finished: int = 0
     reconnects: int = 0
+    # Plays whose socket closed before their answer: they may have landed, without a latency.
+    plays_cut_off: int = 0
     duplicate_events: int = 0
     rooms: dict[str, Table] = field(default_factory=dict)  # room id -> table, while playing
 
@@ -317,7 +319,9 @@ class Client:
 
     def _on_played(self, sent: float, reply: Json) -> None:
         if reply["type"] == "error":
-            if reply.get("reason") != "disconnected":
+            if reply.get("reason") == "disconnected":
+                self.tally.plays_cut_off += 1
+            else:
                 self.tally.errors[f"play:{reply.get('reason')}"] += 1
             return
         self.tally.move_latencies.append(time.perf_counter() - sent)

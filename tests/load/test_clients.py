@@ -92,13 +92,15 @@ async def test_a_table_plays_a_game_and_reports_what_it_received(
     spectated = [orjson.loads(f) for f in spectator.frames]
     card_seqs = {m["seq"] for m in spectated if m["type"] == "event" and m["event"]["type"] == "cardPlayed"}
     assert tally.moves == len(card_seqs) > 0
-    # Each accepted play got its latency; the bot's and timeouts' moves have none.
+    # Each accepted play got its latency, but for one the reconnect cut off before its answer came
+    # (it may have landed); the bot's and timeouts' moves have none.
     sources = Counter(
         m["event"].get("source")
         for m in spectated
         if m["type"] == "event" and m["event"]["type"] == "cardPlayed"
     )
-    assert len(tally.move_latencies) == sources["player"] > 0
+    answered = len(tally.move_latencies)
+    assert 0 < answered <= sources["player"] <= answered + tally.plays_cut_off
     if tally.reconnects:  # the game may end before the reconnect
         assert tally.reconnects == 1
 
