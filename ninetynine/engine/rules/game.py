@@ -502,12 +502,14 @@ def apply(
             s.rng = rng.freeze()
             return s, events
         s.exchange_ends_round = False
-        if crossing:
-            _end_round(s, player, rng, events)
-            if s.phase is Phase.PLAYING:
-                _start_turn(s, rng, events, now_ms)
-            s.rng = rng.freeze()
-            return s, events
+    if swaps and crossing:
+        # No exchange began (nobody else holds a card, or the card's player went out paying for this
+        # play): the round it ended, whose end waited for the exchange, ends now.
+        _end_round(s, player, rng, events)
+        if s.phase is Phase.PLAYING:
+            _start_turn(s, rng, events, now_ms)
+        s.rng = rng.freeze()
+        return s, events
     if s.obligation and play is not None and obligation.next_turn(s, player, play, events, _next_alive):
         pass
     elif effect is Effect.PLAY_AGAIN and s.alive[player]:

@@ -9,12 +9,14 @@ and the rule in our words, with a short phrase of the source where it settles a 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from ninetynine.engine.rules import (
     Event,
     GameState,
+    Phase,
     Reason,
     RuleError,
     apply,
@@ -27,6 +29,7 @@ from ninetynine.engine.rules import (
     public_view,
     setup,
     timeout_action,
+    validate_state,
 )
 from ninetynine.engine.rules.presets import PRESETS, preset, preset_names, with_house_rules
 
@@ -514,6 +517,23 @@ def test_online_out_when_you_cannot_pay() -> None:
     assert not s.alive["A"] and s.current == "B"
     s, _ = _play(_online(29, ["4", "6"], lives_left={"B": 0}), "A", "4")
     assert s.alive["B"] is False and s.lives["C"] == 8
+
+
+def test_an_exchange_card_whose_player_goes_out_on_it_still_ends_the_round() -> None:
+    """Rule sets are data (docs/rule-sets.md, "The exchange"): a round that a play of an exchange card
+    ended waits for the exchange, and when the card's player went out paying for that play there is
+    no exchange ("its player draws one more"), so the round ends at once. Here the online version's 2
+    is an exchange card: doubling 51 crosses 66, which A cannot pay, and makes 102."""
+    two = next(c for c in ONLINE.deck.cards if c.rank == "2")
+    cards = tuple(replace(c, exchange=True) if c is two else c for c in ONLINE.deck.cards)
+    rules = replace(ONLINE, deck=replace(ONLINE.deck, cards=cards))
+    s = make_state(
+        rules=rules, total=51, hands={"A": ["2", "6"], "B": ["3", "5"], "C": ["3", "5"]}, lives_left={"A": 0}
+    )
+    s, events = _play(s, "A", "2")
+    assert not s.alive["A"] and s.phase is Phase.PLAYING
+    assert s.total == 0 and _new_round(events).data["reason"] == "thresholdEnded"
+    validate_state(s)  # the engine takes back the state it answered with
 
 
 def test_online_jack_skips_and_four_reverses_with_more_than_two() -> None:
