@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ninetynine.engine.rules import RuleError
@@ -115,6 +115,7 @@ def test_documented_examples_pass_both_tiers(message: dict[str, Any]) -> None:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_messages())
+@example({"type": "play", "clientSeq": 3, "action": {"cardId": "AS-1", "aceValue": True}})
 def test_mutated_frames_get_the_reference_verdict(message: dict[str, Any]) -> None:
     if message.get("type") not in CLIENT_TYPES:
         return  # refused before the schema (UNKNOWN_TYPE / MALFORMED_MESSAGE), unchanged code path
