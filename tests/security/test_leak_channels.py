@@ -452,6 +452,11 @@ async def _play_game(table: Table, options: Options, plan: Plan) -> None:
             ),
             GAME_TIMEOUT_S,
         )
+    except TimeoutError:
+        pytest.fail(
+            f"the game stalled (a read waited {READ_TIMEOUT_S} s, or the game {GAME_TIMEOUT_S} s)"
+            f" at room seq {hunt.max_seq}; the last messages each reader read:\n{_last_read(hunt)}"
+        )
     finally:
         done.set()
         await poller
@@ -459,6 +464,16 @@ async def _play_game(table: Table, options: Options, plan: Plan) -> None:
     assert hunt.finished_at <= hunt.max_seq, "the game was played to its end"
     hunt.recheck_tokens()
     _the_hunt_bites(hunt)
+
+
+def _last_read(hunt: Hunt, per_reader: int = 4) -> str:
+    """The last few messages each reader read (shortened), for a stalled game's report."""
+    last: dict[str, list[str]] = {}
+    for seen in hunt.seen:
+        if seen.reader.channel in ("ws", "connect", "subscribe", "subscribeMany"):
+            kept = last.setdefault(f"{seen.reader.name} ({seen.reader.channel})", [])
+            kept[:] = [*kept[-(per_reader - 1) :], f"  seq {seen.seq}: {' '.join(seen.text.split())[:300]}"]
+    return "\n".join(f"{name}:\n" + "\n".join(lines) for name, lines in last.items())
 
 
 def _the_hunt_bites(hunt: Hunt) -> None:
