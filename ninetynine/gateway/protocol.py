@@ -112,9 +112,6 @@ def _fast_compatible(ref: str) -> bool:
             continue
         if not isinstance(node, dict) or not node.keys() <= _FAST_KEYWORDS:
             return False
-        kinds = _choice_types(node) or set()
-        if "boolean" in kinds and kinds & {"integer", "number"}:
-            return False  # a type cannot tell true from 1 inside one enum (see _typed_choices)
         for key, value in node.items():
             if key == "$ref":
                 prefix, _, name = str(value).rpartition("/")
@@ -134,49 +131,12 @@ def _fast_compatible(ref: str) -> bool:
     return True
 
 
-_JSON_TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
-_SCHEMA_MAPS = frozenset({"properties", "$defs"})
-
-
-def _choice_types(schema_node: dict[str, Any]) -> set[str] | None:
-    """The JSON types of a schema's ``enum``/``const`` values, or None when it lists none."""
-    if "enum" in schema_node:
-        return {_JSON_TYPES.get(type(value), "other") for value in schema_node["enum"]}
-    if "const" in schema_node:
-        return {_JSON_TYPES.get(type(schema_node["const"]), "other")}
-    return None
-
-
-def _typed_choices(node: Any) -> Any:
-    """A schema whose every ``enum``/``const`` also states its values' JSON types.
-
-    fastjsonschema before 2.22 tests ``enum`` and ``const`` with Python's ``in``/``==``, where
-    ``True == 1``: ``{"enum": [1, 10, 11]}`` would let ``true`` through. The added ``type`` refuses a
-    boolean where only numbers are listed (and a number where only booleans are), on every version;
-    it changes no verdict, as the listed values already have those types.
-    """
-    if isinstance(node, list):
-        return [_typed_choices(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    typed = {
-        key: {name: _typed_choices(sub) for name, sub in value.items()}
-        if key in _SCHEMA_MAPS
-        else _typed_choices(value)
-        for key, value in node.items()
-    }
-    kinds = _choice_types(node)
-    if kinds is not None and "type" not in node and "other" not in kinds:
-        typed["type"] = sorted(kinds) if len(kinds) > 1 else kinds.pop()
-    return typed
-
-
 @cache
 def _fast_validator(ref: str) -> Callable[[Any], Any] | None:
     """A compiled validator for ``#/$defs/<ref>``, or None when that type must use jsonschema only."""
     if not _fast_compatible(ref):
         return None
-    root = _typed_choices(_target(ref))
+    root = _target(ref)
     root.pop("$schema", None)  # fastjsonschema knows drafts up to 7; the keywords above mean the same
     # use_default=False: never write schema defaults into the client's message.
     validate: Callable[[Any], Any] = fastjsonschema.compile(root, use_default=False, use_formats=False)
