@@ -116,7 +116,6 @@ class Tapper:
             sent = self.browser.log.sent("play")[plays_before:]
             assert not sent, f"one tap played {card['id']}: {[f.message for f in sent]}"
             return
-        kind = card["kind"]
         try:
             await self._second_tap(card, locator)
         except PlaywrightTimeoutError:
@@ -125,7 +124,7 @@ class Tapper:
             if not await self.page.evaluate(f"({MOVED_ON})", card["id"]):
                 raise
             return
-        self.moves.append(kind)
+        self.moves.append(card["kind"])
         if after_tap is not None:
             await after_tap()
         await self.page.wait_for_function(MOVED_ON, arg=card["id"], timeout=GAME_TIMEOUT_MS)

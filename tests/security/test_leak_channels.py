@@ -468,11 +468,12 @@ async def _play_game(table: Table, options: Options, plan: Plan) -> None:
 
 def _last_read(hunt: Hunt, per_reader: int = 4) -> str:
     """The last few messages each reader read (shortened), for a stalled game's report."""
-    last: dict[str, list[str]] = {}
+    last: dict[str, deque[str]] = {}
     for seen in hunt.seen:
         if seen.reader.channel in ("ws", "connect", "subscribe", "subscribeMany"):
-            kept = last.setdefault(f"{seen.reader.name} ({seen.reader.channel})", [])
-            kept[:] = [*kept[-(per_reader - 1) :], f"  seq {seen.seq}: {' '.join(seen.text.split())[:300]}"]
+            # The channel a reader reads now (a seat that resumed shows the one it came back on).
+            kept = last.setdefault(f"{seen.reader.name} ({seen.reader.channel})", deque(maxlen=per_reader))
+            kept.append(f"  seq {seen.seq}: {' '.join(seen.text.split())[:300]}")
     return "\n".join(f"{name}:\n" + "\n".join(lines) for name, lines in last.items())
 
 
