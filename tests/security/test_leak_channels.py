@@ -138,6 +138,13 @@ class Channel(ABC):
             reply = await self._next()
             if reply.get("id") == message["id"]:
                 return reply
+            if reply["type"] == "error" and reply["reason"] == "RATE_LIMITED":
+                # The seats play as fast as the server answers, past the connection's budget; a
+                # frame over it is refused unread, so the refusal names no id. As a client should:
+                # wait as told, then send again (a repeat of an answered request is answered again).
+                await asyncio.sleep(int(reply["metadata"]["retryAfterMs"]) / 1000)
+                await self.send(message)
+                continue
             self.backlog.append(reply)
 
     async def bind(self, message: dict[str, Any]) -> dict[str, Any]:
