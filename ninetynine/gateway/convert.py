@@ -41,6 +41,7 @@ __all__ = [
     "server_bytes",
     "server_json",
     "server_text",
+    "view_text",
 ]
 
 # A client's request id as it came: a string or a non-negative integer.
@@ -144,6 +145,14 @@ def server_bytes(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> bytes
     out = _with_id(_frame(msg), reply_id)
     if isinstance(reply_id, int) and not _ORJSON_INT_MIN <= reply_id <= _ORJSON_INT_MAX:
         out["id"] = orjson.Fragment(int.__repr__(reply_id))  # json.dumps writes ints this way
+    return orjson.dumps(out)
+
+
+def view_text(seq: int, field: str, view_json: bytes) -> bytes:
+    """The payload of the ``view`` message of ``seq`` whose game view (ViewPush's ``field``,
+    ``view`` or ``trick``) came as client JSON: :func:`server_bytes` of the whole message."""
+    out = _frame(gw.ServerMessage(view=gw.ViewPush(seq=seq)))
+    out[camel(field)] = orjson.Fragment(view_json)  # ViewPush's last keys, after seq
     return orjson.dumps(out)
 
 

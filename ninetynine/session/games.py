@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
 
+import orjson
 from google.protobuf.message import Message
 
 from ninetynine.common.codec import Codec
@@ -188,6 +189,21 @@ class Game(ABC):
     def private_view(self, game: object, viewer: str | None, lang: Lang) -> Message:
         """What ``viewer`` gets on top of the public part (disjoint fields of the same message)."""
 
+    def public_view_json(self, game: object, deadline_ms: int) -> bytes | None:
+        """The client JSON of :meth:`public_view` (the view's first keys), or None when the game
+        writes its views as messages only.
+
+        A game whose rules write views in the client protocol's shape gives both parts here, so a
+        WebSocket client's view costs no message on the way (``SubscribeRequest.view_json``).
+        """
+        return None
+
+    def private_view_json(self, game: object, viewer: str | None) -> bytes | None:
+        """The client JSON of :meth:`private_view` (the view's last keys, in every language: the
+        JSON leaves the texts out), or None for a viewer or game :meth:`public_view_json` does
+        not serve; the view is then encoded from its message."""
+        return None
+
     @property
     @abstractmethod
     def view_field(self) -> str:
@@ -212,6 +228,14 @@ DEFAULT_TURN_SECONDS = 15
 def turn_seconds(doc: doc_pb.RoomDocument) -> int:
     """The adding game's turn: the room's option, else the default."""
     return doc.options.turn_seconds if doc.options.HasField("turn_seconds") else DEFAULT_TURN_SECONDS
+
+
+def _public_values(state: GameState, deadline_ms: int) -> dict[str, object]:
+    """The rules' public view with the session's deadline, the real one (3 s rule, bots), when set."""
+    view = public_view(state)
+    if deadline_ms:
+        view["deadline"] = deadline_ms
+    return view
 
 
 class Adding(Game):
@@ -301,12 +325,8 @@ class Adding(Game):
         return action_to_proto(bot_action(cast(GameState, game), player_id))
 
     def public_view(self, game: object, deadline_ms: int) -> view_pb2.GameView:
-        state = cast(GameState, game)
         public = view_pb2.GameView()
-        public_view_into(public_view(state), public)
-        if deadline_ms:
-            # The session's timer (3 s rule, bots) is the real one, not the rules' plain turn.
-            public.deadline_ms = deadline_ms
+        public_view_into(_public_values(cast(GameState, game), deadline_ms), public)
         return public
 
     def private_view(self, game: object, viewer: str | None, lang: Lang) -> view_pb2.GameView:
@@ -314,6 +334,18 @@ class Adding(Game):
         out = view_pb2.GameView()
         private_view_into(private_view(state, viewer), state.options, out, lang, state.rules)
         return out
+
+    # The rules write both parts of a view key for key and in order as the client reads them
+    # (tests/session/test_view_json.py).
+
+    def public_view_json(self, game: object, deadline_ms: int) -> bytes:
+        return orjson.dumps(_public_values(cast(GameState, game), deadline_ms))
+
+    def private_view_json(self, game: object, viewer: str | None) -> bytes | None:
+        state = cast(GameState, game)
+        if viewer is not None and viewer not in state.hands:
+            return None  # nobody's seat: the message's JSON has an empty hand, the rules write none
+        return orjson.dumps(private_view(state, viewer))
 
     @property
     def view_field(self) -> str:

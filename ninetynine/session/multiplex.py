@@ -201,7 +201,12 @@ class SubscribeMany(DrainableCall):
                         else session_error("INVALID_SUBSCRIPTION", subscription=sub_id)
                     )
                 async for response in self.rooms.subscriptions.subscribe(
-                    request.token, request.after_seq, lang, batched=True, heartbeats=False
+                    request.token,
+                    request.after_seq,
+                    lang,
+                    batched=True,
+                    heartbeats=False,
+                    view_json=request.view_json,
                 ):
                     data = response if isinstance(response, bytes) else response.SerializeToString()
                     await self.outbox.put(_item(sub_id, data))

@@ -183,7 +183,11 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         try:
             # Batched items come as serialized SubscribeResponse bytes; the serializer passes them on.
             async for item in self.rooms.subscriptions.subscribe(
-                request.token, request.after_seq, lang, batched=request.batched
+                request.token,
+                request.after_seq,
+                lang,
+                batched=request.batched,
+                view_json=request.batched and request.view_json,
             ):
                 yield item
         except ServiceError as err:

@@ -57,12 +57,20 @@ class Subscriptions:
         self._stopping = stopping
 
     async def subscribe(
-        self, token: str, after_seq: int, lang: Lang, *, batched: bool = False, heartbeats: bool = True
+        self,
+        token: str,
+        after_seq: int,
+        lang: Lang,
+        *,
+        batched: bool = False,
+        heartbeats: bool = True,
+        view_json: bool = False,
     ) -> AsyncIterator[pb.SubscribeResponse | bytes]:
         """The room's events after ``after_seq``, then live ones, for the token's holder.
 
         Batched, each move is yielded as the serialized bytes of its ``batch`` item, which the
-        server's serializer passes through. ``heartbeats=False`` leaves out the idle heartbeats
+        server's serializer passes through, with its view as client JSON when ``view_json``
+        (:meth:`Views.update_bytes`). ``heartbeats=False`` leaves out the idle heartbeats
         (and the task that makes them possible): SubscribeMany keeps its shared call alive itself.
         Once the token stops acting for its seat or spectator place, the stream ends with
         INVALID_TOKEN (:meth:`_check_bound`).
@@ -78,7 +86,7 @@ class Subscriptions:
             # Unknown future or a gap we no longer hold: a snapshot replaces the client's state.
             yield pb.SubscribeResponse(snapshot=pb.Snapshot(seq=last, reason="GAP_TOO_OLD"))
             if batched:
-                view = await self.views.update_bytes(room_id, last, viewer, lang)
+                view = await self.views.update_bytes(room_id, last, viewer, lang, view_json=view_json)
                 if view is not None:
                     yield length_delimited(_BATCH, length_delimited(_BATCH_VIEW, view))
             else:
@@ -116,7 +124,9 @@ class Subscriptions:
                     await self._check_bound(room_id, stored.seq, caller, digest)
                     if stored.seq >= catching_up_to:
                         self.cache.fanned_out(room_id, stored.seq)
-                        view = await self.views.update_bytes(room_id, stored.seq, viewer, lang)
+                        view = await self.views.update_bytes(
+                            room_id, stored.seq, viewer, lang, view_json=view_json
+                        )
                         if view is not None:
                             parts.append(length_delimited(_BATCH_VIEW, view))
                     batch, parts = b"".join(parts), []

@@ -5,15 +5,25 @@ one engine round trip per viewer per move. Every subscriber of a room asks for t
 version right after a move, so the parts all viewers share are built once per version
 (:class:`Shared`), a player's own part once per (version, viewer, language), and the results are
 kept as messages and as serialized bytes for the batched streams.
+
+A subscription that asked for ``view_json`` (the gateway's, for its WebSocket clients) gets the view
+as the client protocol's JSON instead, as the game's rules write it: the public part's text once per
+version, then the viewer's own keys (:meth:`~ninetynine.session.games.Game.public_view_json`,
+:meth:`~ninetynine.session.games.Game.private_view_json`), so such a view is never built as a
+message, here or in the gateway.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
+import orjson
 from google.protobuf.message import Message
 
+from ninetynine.common.codec import Codec
 from ninetynine.common.errors import Lang
 from ninetynine.common.wire import length_delimited
 from ninetynine.session import games, rooms
@@ -24,6 +34,8 @@ from ninetynine.session.v1 import session_service_pb2 as pb
 _UPDATE_FIELDS = pb.ViewUpdate.DESCRIPTOR.fields_by_name
 
 ViewKey = tuple[str, int, str | None, Lang]
+# The client JSON of the games' views: the gateway's encoding of the same messages.
+_CLIENT_JSON = Codec()
 
 
 def visible(event: StoredEvent, viewer: str | None) -> bool:
@@ -49,6 +61,32 @@ class Shared:
     head: bytes = b""
     public: Message | None = None
     public_bytes: bytes = b""
+    # The client JSON of the view's public part (built without ``public`` for a game that writes it).
+    public_json: bytes = b""
+
+
+def client_view_json(
+    entry: games.Game,
+    game: object,
+    viewer: str | None,
+    shared: Shared,
+    deadline_ms: int,
+    whole_view: Callable[[], Message],
+) -> bytes:
+    """The client JSON of ``viewer``'s view of ``game``: byte for byte the gateway's encoding of
+    the view message. The shared part's text is kept in ``shared.public_json``; ``whole_view``
+    gives the view message when the game writes no JSON of its own for this viewer."""
+    own = entry.private_view_json(game, viewer)
+    if own is not None and not shared.public_json:
+        # orjson's bytes are its whole work buffer: the kept text gets an allocation of its size.
+        shared.public_json = bytes(memoryview(entry.public_view_json(game, deadline_ms) or b""))
+    if own is None or not shared.public_json:
+        whole: Any = whole_view()
+        return orjson.dumps(_CLIENT_JSON.encoder(whole.DESCRIPTOR)(whole))
+    if own == b"{}":
+        return shared.public_json
+    # "{shared}" and "{own}" make "{shared,own}": the own keys are the object's last ones.
+    return shared.public_json[:-1] + b"," + own[1:]
 
 
 class Views:
@@ -60,6 +98,8 @@ class Views:
         # all viewers of a version share.
         self._views: OrderedDict[ViewKey, pb.SubscribeResponse] = OrderedDict()
         self._view_bytes: OrderedDict[ViewKey, bytes] = OrderedDict()
+        # Serialized ViewUpdates with the view as client JSON, per (room, version, viewer).
+        self._view_json: OrderedDict[tuple[str, int, str | None], bytes] = OrderedDict()
         # Hidden stand-ins of events, shared by every subscriber who may not see them.
         self._hidden: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._shared: OrderedDict[tuple[str, int], Shared] = OrderedDict()
@@ -167,11 +207,16 @@ class Views:
         loaded = await self._at(room_id, seq)
         return None if loaded is None else self._view_message(loaded, viewer, lang)
 
-    async def update_bytes(self, room_id: str, seq: int, viewer: str | None, lang: Lang) -> bytes | None:
-        """The serialized ``ViewUpdate`` after event ``seq``, built once per (version, viewer, lang)."""
+    async def update_bytes(
+        self, room_id: str, seq: int, viewer: str | None, lang: Lang, *, view_json: bool = False
+    ) -> bytes | None:
+        """The serialized ``ViewUpdate`` after event ``seq``, built once per (version, viewer, lang);
+        with ``view_json``, its view as client JSON, once per (version, viewer)."""
         loaded = await self._at(room_id, seq)
         if loaded is None:
             return None
+        if view_json:
+            return self._update_json(loaded, viewer)
         key = (room_id, loaded.record.version, viewer, lang)
         encoded = self._view_bytes.get(key)
         if encoded is None:
@@ -186,4 +231,31 @@ class Views:
             self._view_bytes[key] = encoded
             while len(self._view_bytes) > self._size:
                 self._view_bytes.popitem(last=False)
+        return encoded
+
+    def _update_json(self, loaded: Loaded, viewer: str | None) -> bytes:
+        """The serialized ``ViewUpdate`` of :meth:`update_bytes` with ``view_json``."""
+        key = (loaded.record.room_id, loaded.record.version, viewer)
+        encoded = self._view_json.get(key)
+        if encoded is None:
+            doc = loaded.doc
+            shared = self._shared_parts(loaded)
+            if not shared.head:
+                shared.head = pb.ViewUpdate(seq=doc.last_seq, room=shared.room).SerializeToString()
+            encoded = shared.head
+            if doc.HasField("state"):
+                entry = games.of(doc)
+                text = client_view_json(
+                    entry,
+                    loaded.game_state(),
+                    viewer,
+                    shared,
+                    doc.shown_deadline_ms or doc.deadline_ms,
+                    # The JSON leaves the refusal texts out: the view of any language gives the same.
+                    lambda: cast(Message, self.view_of(loaded, viewer, "ko")),
+                )
+                encoded += length_delimited(_UPDATE_FIELDS[entry.view_field + "_json"].number, text)
+            self._view_json[key] = encoded
+            while len(self._view_json) > self._size:
+                self._view_json.popitem(last=False)
         return encoded

@@ -988,6 +988,7 @@ class SubscribeRequest(_message.Message):
     TOKEN_FIELD_NUMBER: _builtins.int
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
     BATCHED_FIELD_NUMBER: _builtins.int
+    VIEW_JSON_FIELD_NUMBER: _builtins.int
     token: _builtins.str
     """A seat token or a spectator token."""
     after_seq: _builtins.int
@@ -997,16 +998,22 @@ class SubscribeRequest(_message.Message):
     view after them. Fewer, larger messages for consumers that fan out to many clients, such
     as the gateway. When false, each event and the view are separate items, as before.
     """
+    view_json: _builtins.bool
+    """With `batched`: each view carries the game's view as the client protocol's JSON
+    (`ViewUpdate.view_json` or `trick_json`) instead of as a message, for a consumer that sends
+    it to a WebSocket client as it is (the gateway).
+    """
     def __init__(
         self,
         *,
         token: _builtins.str = ...,
         after_seq: _builtins.int = ...,
         batched: _builtins.bool = ...,
+        view_json: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_seq", b"after_seq", "batched", b"batched", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_seq", b"after_seq", "batched", b"batched", "token", b"token", "view_json", b"view_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1268,8 +1275,17 @@ class ViewUpdate(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     ROOM_FIELD_NUMBER: _builtins.int
     TRICK_FIELD_NUMBER: _builtins.int
+    VIEW_JSON_FIELD_NUMBER: _builtins.int
+    TRICK_JSON_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The room's event seq this view reflects."""
+    view_json: _builtins.bytes
+    """When the subscription asked for `view_json`, instead of `view`: that view as the JSON object
+    docs/client-protocol.md gives for the `view` message's `view` key, in UTF-8, byte for byte
+    what the gateway's encoder makes of the message (its `reason_message`s are left out there).
+    """
+    trick_json: _builtins.bytes
+    """The same for `trick`."""
     @_builtins.property
     def view(self) -> _view_pb2.GameView: ...
     @_builtins.property
@@ -1285,10 +1301,12 @@ class ViewUpdate(_message.Message):
         view: _view_pb2.GameView | None = ...,
         room: Global___Room | None = ...,
         trick: _trick_pb2.TrickView | None = ...,
+        view_json: _builtins.bytes = ...,
+        trick_json: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "trick", b"trick", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "seq", b"seq", "trick", b"trick", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["room", b"room", "seq", b"seq", "trick", b"trick", "trick_json", b"trick_json", "view", b"view", "view_json", b"view_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
