@@ -27,7 +27,7 @@ from ninetynine.common.logging import get_logger
 from ninetynine.common.sharedcalls import AnswerLost
 from ninetynine.engine.errors import from_rpc_error
 from ninetynine.gateway.binding import Binding
-from ninetynine.gateway.convert import JsonId, view_push
+from ninetynine.gateway.convert import JsonId, view_push, view_text
 from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.tasks import reap
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
@@ -144,7 +144,12 @@ class RoomFollower:
         backoff = 0.2
         while not conn.closing and conn.binding is binding:
             try:
-                request = spb.SubscribeRequest(token=binding.token, after_seq=self.last_seq, batched=True)
+                request = spb.SubscribeRequest(
+                    token=binding.token,
+                    after_seq=self.last_seq,
+                    batched=True,
+                    view_json=conn.transport.json_text,
+                )
                 # Closed when this task ends, not when the garbage collector gets to it: the session
                 # marks the seat disconnected once its subscription is gone.
                 async with contextlib.aclosing(conn.relay.subscribe(request, conn.lang)) as stream:
@@ -230,6 +235,13 @@ class RoomFollower:
                 timeout=conn.session_timeout,
             )
             self.send_room(room.room, None)
+        text = update.view_json or update.trick_json
+        if text:
+            # The session wrote the view as the client's JSON: it goes out as it came.
+            field = "view" if update.view_json else "trick"
+            without_view = gw.ServerMessage(view=gw.ViewPush(seq=update.seq))
+            conn.deliver(Outgoing(without_view, text=view_text(update.seq, field, text)))
+            return
         push = view_push(update)
         if push is not None:
             conn.deliver(Outgoing(gw.ServerMessage(view=push)))

@@ -32,10 +32,12 @@ class Transport(Protocol):
     """What a connection needs from its transport."""
 
     protocol: str
+    # Whether it sends messages as client JSON texts, so one may come already encoded.
+    json_text: bool
 
-    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None: ...
+    async def send(self, out: Outgoing) -> None: ...
 
-    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
+    async def send_many(self, outs: list[Outgoing]) -> None:
         """Send several messages in order, as one write where the transport can."""
         ...
 
@@ -48,6 +50,9 @@ class Outgoing:
     reply_id: JsonId | None = None
     # Monotonic time the play arrived (for the mover's 'played': the move latency metric).
     play_received: float | None = None
+    # The message's client JSON when it came encoded (a view the session wrote as JSON, for a
+    # transport with ``json_text``); ``msg`` is then the message without its view.
+    text: bytes | None = None
 
 
 class Outbox:
@@ -91,9 +96,9 @@ class Outbox:
 
     async def _send_batch(self, batch: list[Outgoing]) -> None:
         if len(batch) == 1:
-            await self.transport.send(batch[0].msg, batch[0].reply_id)
+            await self.transport.send(batch[0])
         else:
-            await self.transport.send_many([(out.msg, out.reply_id) for out in batch])
+            await self.transport.send_many(batch)
         for out in batch:
             kind = out.msg.WhichOneof("kind") or ""
             self.metrics.messages.labels("out", kind).inc()

@@ -70,6 +70,7 @@ from ninetynine.gateway.encoding import SharedServerText
 from ninetynine.gateway.handlers import HANDLER_OF_FIELD
 from ninetynine.gateway.limits import Limits
 from ninetynine.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.protocol import ProtocolError, parse_text, short_detail
 from ninetynine.gateway.relay import PlayRelay, SessionRelay, frames_calls
 from ninetynine.gateway.static_files import StaticFiles
@@ -142,6 +143,7 @@ DRAIN_WAIT_S = 5.0
 
 class WebSocketTransport:
     protocol = "ws"
+    json_text = True
 
     def __init__(
         self,
@@ -154,24 +156,28 @@ class WebSocketTransport:
         # The connection's socket, for writing several frames at once (None: one send per frame).
         self.socket = socket
 
-    def _payload(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> bytes:
-        return server_bytes(msg, reply_id) if self.texts is None else self.texts.frame(msg, reply_id)
+    def _payload(self, out: Outgoing) -> bytes:
+        if out.text is not None:
+            return out.text
+        if self.texts is None:
+            return server_bytes(out.msg, out.reply_id)
+        return self.texts.frame(out.msg, out.reply_id)
 
-    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
+    async def send(self, out: Outgoing) -> None:
         # The encoder gives the UTF-8 payload itself; send_frame sends it as the text frame that
         # send_str would make of the decoded str, without the decode and the re-encode.
-        await self.ws.send_frame(self._payload(msg, reply_id), WSMsgType.TEXT)
+        await self.ws.send_frame(self._payload(out), WSMsgType.TEXT)
 
-    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
+    async def send_many(self, outs: list[Outgoing]) -> None:
         socket = self.socket
         if socket is None or self.ws.compress:  # permessage-deflate frames are aiohttp's to build
-            for msg, reply_id in items:
-                await self.send(msg, reply_id)
+            for out in outs:
+                await self.send(out)
             return
         if self.ws.closed or socket.is_closing():
             raise ConnectionResetError("the WebSocket is closed")
         # One write of every frame: one syscall and one wake-up of the reader instead of one each.
-        socket.write(b"".join([_text_frame(self._payload(msg, reply_id)) for msg, reply_id in items]))
+        socket.write(b"".join([_text_frame(self._payload(out)) for out in outs]))
         if socket.get_write_buffer_size() > WRITE_HIGH_WATER:
             await self._drained(socket)
 
@@ -190,19 +196,23 @@ class WebSocketTransport:
 
 class GrpcTransport:
     protocol = "grpc"
+    json_text = False
 
     def __init__(self, context: grpc.aio.ServicerContext[gw.ConnectRequest, gw.ConnectResponse]) -> None:
         self.context = context
         self.done = asyncio.Event()
 
-    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
-        if reply_id is not None:
-            msg.id = str(reply_id)
+    async def send(self, out: Outgoing) -> None:
+        if out.text is not None:  # the follower asks for JSON views only where json_text
+            raise RuntimeError("a gRPC client cannot be sent a message encoded as JSON")
+        msg = out.msg
+        if out.reply_id is not None:
+            msg.id = str(out.reply_id)
         await self.context.write(gw.ConnectResponse(message=msg))
 
-    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
-        for msg, reply_id in items:
-            await self.send(msg, reply_id)
+    async def send_many(self, outs: list[Outgoing]) -> None:
+        for out in outs:
+            await self.send(out)
 
     async def close(self, code: int) -> None:
         self.done.set()

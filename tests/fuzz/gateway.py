@@ -42,10 +42,11 @@ with atheris.instrument_imports(include=["ninetynine"]):
     from ninetynine.common.reasons import SERVICE_TEXTS
     from ninetynine.engine.rules import CLASSIC, KR, Reason, build_deck
     from ninetynine.gateway.connection import Connection
-    from ninetynine.gateway.convert import JsonId, server_bytes
+    from ninetynine.gateway.convert import server_bytes
     from ninetynine.gateway.handlers import HANDLER_OF_FIELD, HANDLERS
     from ninetynine.gateway.limits import Limits
     from ninetynine.gateway.metrics import GatewayMetrics
+    from ninetynine.gateway.outbox import Outgoing
     from ninetynine.gateway.protocol import (
         ProtocolError,
         client_validator,
@@ -71,10 +72,11 @@ class _Unsent:
     """A transport nothing is sent through: the harness only asks the connection to word errors."""
 
     protocol = "ws"
+    json_text = True
 
-    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None: ...
+    async def send(self, out: Outgoing) -> None: ...
 
-    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None: ...
+    async def send_many(self, outs: list[Outgoing]) -> None: ...
 
     async def close(self, code: int) -> None: ...
 

@@ -14,9 +14,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ninetynine.engine.v1 import state_pb2
 from ninetynine.gateway.connection import Connection
-from ninetynine.gateway.convert import JsonId, server_json
+from ninetynine.gateway.convert import server_json
 from ninetynine.gateway.limits import Limits
 from ninetynine.gateway.metrics import GatewayMetrics
+from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.protocol import server_validator
 from ninetynine.gateway.server import GATEWAY_SERVICE_NAME, RunningGateway
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
@@ -208,18 +209,19 @@ class StalledTransport:
     """A peer that stops reading: every send waits forever (a full TCP window)."""
 
     protocol = "ws"
+    json_text = True
 
     def __init__(self) -> None:
         self.sent: list[str] = []
         self.closed_with: int | None = None
         self._never = asyncio.Event()
 
-    async def send(self, msg: gw.ServerMessage, reply_id: JsonId | None) -> None:
-        self.sent.append(msg.WhichOneof("kind") or "")
+    async def send(self, out: Outgoing) -> None:
+        self.sent.append(out.msg.WhichOneof("kind") or "")
         await self._never.wait()
 
-    async def send_many(self, items: list[tuple[gw.ServerMessage, JsonId | None]]) -> None:
-        self.sent.extend(msg.WhichOneof("kind") or "" for msg, _ in items)
+    async def send_many(self, outs: list[Outgoing]) -> None:
+        self.sent.extend(out.msg.WhichOneof("kind") or "" for out in outs)
         await self._never.wait()
 
     async def close(self, code: int) -> None:

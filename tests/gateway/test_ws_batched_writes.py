@@ -13,6 +13,7 @@ import uvloop
 from aiohttp import web
 
 from ninetynine.gateway.convert import JsonId, server_bytes
+from ninetynine.gateway.outbox import Outgoing
 from ninetynine.gateway.server import WebSocketTransport, _socket_of
 from ninetynine.gateway.v1 import gateway_service_pb2 as gw
 
@@ -43,8 +44,9 @@ async def _scenario(compress: int) -> None:
         socket = _socket_of(request)
         assert socket is not None, f"no batched writes on {type(request.transport).__name__}"
         transport = WebSocketTransport(ws, None, socket)
-        await transport.send_many(items)
-        await transport.send_many(items[:2])
+        outs = [Outgoing(msg, reply_id) for msg, reply_id in items]
+        await transport.send_many(outs)
+        await transport.send_many(outs[:2])
         await ws.receive()  # the client closes
         return ws
 
