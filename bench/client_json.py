@@ -115,7 +115,7 @@ def views_as_json(state: GameState, seq: int) -> list[bytes]:
 
         text = client_view_json(ADDING, state, viewer, shared, 0, whole)
         update = spb.ViewUpdate.FromString(spb.ViewUpdate(seq=seq, view_json=text).SerializeToString())
-        frames.append(view_text(update.seq, "view", update.view_json))
+        frames.append(view_text(gw.ServerMessage(view=gw.ViewPush(seq=update.seq)), "view", update.view_json))
     return frames
 
 

@@ -148,10 +148,11 @@ def server_bytes(msg: gw.ServerMessage, reply_id: JsonId | None = None) -> bytes
     return orjson.dumps(out)
 
 
-def view_text(seq: int, field: str, view_json: bytes) -> bytes:
-    """The payload of the ``view`` message of ``seq`` whose game view (ViewPush's ``field``,
-    ``view`` or ``trick``) came as client JSON: :func:`server_bytes` of the whole message."""
-    out = _frame(gw.ServerMessage(view=gw.ViewPush(seq=seq)))
+def view_text(msg: gw.ServerMessage, field: str, view_json: bytes) -> bytes:
+    """The payload of ``msg``, a ``view`` message without its game view, whose game view
+    (ViewPush's ``field``, ``view`` or ``trick``) came as client JSON: :func:`server_bytes` of the
+    whole message."""
+    out = _frame(msg)
     out[camel(field)] = orjson.Fragment(view_json)  # ViewPush's last keys, after seq
     return orjson.dumps(out)
 

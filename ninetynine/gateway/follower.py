@@ -240,7 +240,7 @@ class RoomFollower:
             # The session wrote the view as the client's JSON: it goes out as it came.
             field = "view" if update.view_json else "trick"
             without_view = gw.ServerMessage(view=gw.ViewPush(seq=update.seq))
-            conn.deliver(Outgoing(without_view, text=view_text(update.seq, field, text)))
+            conn.deliver(Outgoing(without_view, text=view_text(without_view, field, text)))
             return
         push = view_push(update)
         if push is not None:

@@ -230,6 +230,12 @@ def turn_seconds(doc: doc_pb.RoomDocument) -> int:
     return doc.options.turn_seconds if doc.options.HasField("turn_seconds") else DEFAULT_TURN_SECONDS
 
 
+def shown_deadline_ms(doc: doc_pb.RoomDocument) -> int:
+    """The deadline the room shows its players: the latest of several owed at once, else the
+    one it enforces (``deadlines.TurnClock`` sets both)."""
+    return doc.shown_deadline_ms or doc.deadline_ms
+
+
 def _public_values(state: GameState, deadline_ms: int) -> dict[str, object]:
     """The rules' public view with the session's deadline, the real one (3 s rule, bots), when set."""
     view = public_view(state)
@@ -308,7 +314,7 @@ class Adding(Game):
                     turn.deadline_ms = doc.deadline_ms
             elif event.HasField("game") and event.game.HasField("exchange_started"):
                 # Several owe a pass at once: the table is shown when the last of them is due.
-                event.game.exchange_started.deadline_ms = doc.shown_deadline_ms or doc.deadline_ms
+                event.game.exchange_started.deadline_ms = shown_deadline_ms(doc)
 
     def timed_moves(self, timed: engine_pb.TimeoutResponse) -> list[tuple[str, game_pb2.Action]]:
         if not timed.exchange_moves:
@@ -459,7 +465,7 @@ class Trick(Game):
             ):
                 game.trick_turn_started.deadline_ms = doc.deadline_ms
             elif game.HasField("bidding_started"):
-                game.bidding_started.deadline_ms = doc.shown_deadline_ms or doc.deadline_ms
+                game.bidding_started.deadline_ms = shown_deadline_ms(doc)
 
     def takes(self, action: game_pb2.Action) -> bool:
         return action.HasField("trick") and not action.card_id

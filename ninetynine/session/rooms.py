@@ -293,7 +293,7 @@ def public_room(doc: doc_pb.RoomDocument) -> pb.Room:
         spectator_count=len(doc.spectators) + len(doc.spectator_token_hashes),
         created_at_ms=doc.created_at_ms,
         last_seq=doc.last_seq,
-        deadline_ms=(doc.shown_deadline_ms or doc.deadline_ms) if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
+        deadline_ms=games.shown_deadline_ms(doc) if doc.phase == pb.ROOM_PHASE_PLAYING else 0,
     )
     games.of(doc).room_into(doc, room)
     return room

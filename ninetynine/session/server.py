@@ -187,7 +187,7 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
                 request.after_seq,
                 lang,
                 batched=request.batched,
-                view_json=request.batched and request.view_json,
+                view_json=request.view_json,
             ):
                 yield item
         except ServiceError as err:

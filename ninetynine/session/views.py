@@ -89,6 +89,13 @@ def client_view_json(
     return shared.public_json[:-1] + b"," + own[1:]
 
 
+def _head(loaded: Loaded, shared: Shared) -> bytes:
+    """``shared.head``, built on first use."""
+    if not shared.head:
+        shared.head = pb.ViewUpdate(seq=loaded.doc.last_seq, room=shared.room).SerializeToString()
+    return shared.head
+
+
 class Views:
     """Views and filtered events of the rooms in :class:`RoomCache`, with caches of recent versions."""
 
@@ -120,7 +127,7 @@ class Views:
         shared = self._shared_parts(loaded)
         if shared.public is None and loaded.doc.HasField("state"):
             doc = loaded.doc
-            public = games.of(doc).public_view(loaded.game_state(), doc.shown_deadline_ms or doc.deadline_ms)
+            public = games.of(doc).public_view(loaded.game_state(), games.shown_deadline_ms(doc))
             shared.public, shared.public_bytes = public, public.SerializeToString()
         return shared
 
@@ -221,9 +228,7 @@ class Views:
         encoded = self._view_bytes.get(key)
         if encoded is None:
             shared = self._public_view(loaded)
-            if not shared.head:
-                shared.head = pb.ViewUpdate(seq=loaded.doc.last_seq, room=shared.room).SerializeToString()
-            encoded = shared.head
+            encoded = _head(loaded, shared)
             if shared.public is not None:
                 private = self._private_view(loaded, viewer, lang).SerializeToString()
                 number = _UPDATE_FIELDS[games.of(loaded.doc).view_field].number
@@ -240,9 +245,7 @@ class Views:
         if encoded is None:
             doc = loaded.doc
             shared = self._shared_parts(loaded)
-            if not shared.head:
-                shared.head = pb.ViewUpdate(seq=doc.last_seq, room=shared.room).SerializeToString()
-            encoded = shared.head
+            encoded = _head(loaded, shared)
             if doc.HasField("state"):
                 entry = games.of(doc)
                 text = client_view_json(
@@ -250,7 +253,7 @@ class Views:
                     loaded.game_state(),
                     viewer,
                     shared,
-                    doc.shown_deadline_ms or doc.deadline_ms,
+                    games.shown_deadline_ms(doc),
                     # The JSON leaves the refusal texts out: the view of any language gives the same.
                     lambda: cast(Message, self.view_of(loaded, viewer, "ko")),
                 )
