@@ -53,12 +53,23 @@ def _move(s: GameState, rnd: random.Random) -> tuple[str, Action]:
     return player, rnd.choice(legal_choices(s, player)).action
 
 
-def _check_secrets(s: GameState, events: list[Event], passed: set[str]) -> None:
+def _check_secrets(before: GameState, s: GameState, events: list[Event], passed: set[str]) -> None:
     """No card chosen or passed in an exchange reaches anyone but its giver and receiver.
 
-    ``passed``: the cards chosen for passing before this step, and the one chosen in it.
+    ``passed``: the cards chosen for passing before this step, and the one chosen in it. A card
+    id alone may be public for another reason (a card played earlier, shuffled back and dealt
+    again shows in ``recentPlays``), so a pending choice is checked by counterfactual: every
+    other player's view is the same had its owner chosen any other card of their hand.
     """
-    chosen = {cid: p for p, cid in s.passing.items() if cid}  # still pending: the owner alone knows
+    for owner, cid in s.passing.items():
+        if not cid:
+            continue
+        for alt in {c for c in s.hands[owner] if c != cid and c not in s.passing.values()}:
+            other = s.clone()
+            other.passing[owner] = alt
+            for viewer in (None, *s.seats):
+                if viewer != owner:
+                    assert player_view(other, viewer) == player_view(s, viewer), (viewer, owner, cid)
     between: dict[str, set[str]] = {}  # passed in this step: giver and receiver
     for e in events:
         if e.type == "exchangeDone":
@@ -69,10 +80,11 @@ def _check_secrets(s: GameState, events: list[Event], passed: set[str]) -> None:
             between.setdefault(got, set()).update((e.data["player"], e.data["from"]))
     if any(e.type == "roundStarted" for e in events):
         between = {}  # the exchange ended the round: every card was dealt again
+    elif between:
+        assert s.history == before.history  # an exchange is no play: the public record stays as it was
     for viewer in (None, *s.seats):
-        text = json.dumps(player_view(s, viewer), ensure_ascii=False)
-        for cid, owner in chosen.items():
-            assert viewer == owner or f'"{cid}"' not in text, (viewer, cid)
+        view = player_view(s, viewer)
+        text = json.dumps({k: v for k, v in view.items() if k != "recentPlays"}, ensure_ascii=False)
         for cid, pair in between.items():
             assert viewer in pair or f'"{cid}"' not in text, (viewer, cid)
         for e in events:
@@ -96,13 +108,14 @@ def _play(start: GameState, rnd: random.Random) -> tuple[GameState, list[tuple[s
         check_action(s, player, action)
         exchanging = s.phase is Phase.EXCHANGE
         passed = ({action.card_id} | set(s.passing.values())) - {""} if exchanging else set()
+        before = s
         s, events = apply(s, player, action, now_ms=len(log) * 1000)
         log.append((player, action))
         trace.append(json.dumps([e.to_dict() | {"@": (e.audience.value, e.player)} for e in events]))
         assert Counter(_all_cards(s)) == deck, "cards not conserved"
         validate_state(s)
         assert snapshot(state_from_proto(state_to_proto(s))) == snapshot(s)
-        _check_secrets(s, events, passed)
+        _check_secrets(before, s, events, passed)
     assert s.finished, "the game did not end"
     return s, log, trace
 
