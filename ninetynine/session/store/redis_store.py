@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Collection, Iterator, Sequence
+import functools
+from collections.abc import AsyncGenerator, Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final, cast
+from typing import Any, Final, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
@@ -201,6 +202,39 @@ return 1
 
 _RawHash = dict[bytes, bytes]
 _RawEntry = tuple[bytes, _RawHash]  # (stream entry id, fields)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _runs_to_completion(
+    method: Callable[_P, Coroutine[Any, Any, _T]],
+) -> Callable[_P, Coroutine[Any, Any, _T]]:
+    """Run the store call on a task of its own, so that cancelling its caller is never lost.
+
+    redis-py can swallow a cancellation that arrives while a command is in flight (its
+    zero-timeout connection check turns it into a timeout it retries), and the caller then goes
+    on as if it had not been cancelled: a room subscription cancelled mid-read kept running and
+    held a stopping replica for its whole grace period. Here the caller stops waiting at once;
+    the command finishes on its own, which also returns its connection to the pool clean.
+    """
+
+    @functools.wraps(method)
+    async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        task = asyncio.ensure_future(method(*args, **kwargs))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_outcome_unwanted)
+            raise
+
+    return call
+
+
+def _outcome_unwanted(task: asyncio.Future[Any]) -> None:
+    """The caller was cancelled: fetch the outcome so that a failure is not logged as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 @contextmanager
@@ -437,6 +471,7 @@ class RedisRoomStore:
         if self._closed:
             raise StoreUnavailable("the room store is closed")
 
+    @_runs_to_completion
     async def _write(
         self, op: str, expected_version: int, record: RoomRecord, events: Sequence[StoredEvent]
     ) -> None:
@@ -490,6 +525,7 @@ class RedisRoomStore:
         check_events(events)
         await self._write("create", 0, record, events)
 
+    @_runs_to_completion
     async def load_room(self, room_id: str) -> RoomRecord | None:
         check_room_id(room_id)
         self._check_open()
@@ -504,6 +540,7 @@ class RedisRoomStore:
         check_events(events)
         await self._write("commit", expected_version, record, events)
 
+    @_runs_to_completion
     async def read_events(self, room_id: str, after_seq: int, limit: int = 1000) -> list[StoredEvent]:
         check_room_id(room_id)
         check_seq(after_seq)
@@ -516,6 +553,7 @@ class RedisRoomStore:
             )
         return [_event_from_entry(entry_id, fields) for entry_id, fields in entries]
 
+    @_runs_to_completion
     async def _seq_bounds(self, room_id: str) -> tuple[int, int]:
         """(oldest retained seq or last+1, last seq), read atomically."""
         self._check_open()
@@ -591,6 +629,7 @@ class RedisRoomStore:
             if len(batch) < _TAIL_BATCH:
                 return
 
+    @_runs_to_completion
     async def list_rooms(
         self, *, phases: Collection[str], page_size: int, page_token: str
     ) -> tuple[list[RoomRecord], str]:
@@ -623,6 +662,7 @@ class RedisRoomStore:
             for room_id, fields in zip(room_ids, hashes, strict=True)
         ]
 
+    @_runs_to_completion
     async def idle_rooms(
         self, *, phase: str, updated_before_ms: int, after: str, limit: int
     ) -> list[RoomRecord]:
@@ -642,6 +682,7 @@ class RedisRoomStore:
             if record is not None and record.phase == phase and record.updated_at_ms <= updated_before_ms
         ]
 
+    @_runs_to_completion
     async def delete_room(self, room_id: str, expected_version: int) -> bool:
         check_room_id(room_id)
         self._check_open()
@@ -649,6 +690,7 @@ class RedisRoomStore:
             deleted = await self._delete(keys=self._room_keys(room_id), args=[room_id, expected_version])
         return bool(deleted)
 
+    @_runs_to_completion
     async def prepare_expiry(self) -> int:
         self._check_open()
         done_key = f"{self.prefix}idle-indexed"
@@ -664,6 +706,7 @@ class RedisRoomStore:
             await self._redis.set(done_key, "1")
         return indexed
 
+    @_runs_to_completion
     async def count_rooms(self) -> dict[str, int]:
         self._check_open()
         phases = sorted(PHASES)
@@ -674,6 +717,7 @@ class RedisRoomStore:
                 counts = cast(list[int], await pipe.execute())
         return dict(zip(phases, counts, strict=True))
 
+    @_runs_to_completion
     async def claim_due(self, now_ms: int, owner: str, lease_ms: int, limit: int) -> list[tuple[str, int]]:
         check_claim_args(owner, lease_ms, limit)
         self._check_open()
@@ -681,12 +725,14 @@ class RedisRoomStore:
             reply = await self._claim(keys=self._due_keys, args=[now_ms, owner, now_ms + lease_ms, limit])
         return [(reply[i].decode(), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 
+    @_runs_to_completion
     async def release(self, room_id: str, owner: str) -> None:
         check_room_id(room_id)
         self._check_open()
         with _unavailable_on_connection_errors():
             await self._release(keys=self._due_keys, args=[room_id, owner])
 
+    @_runs_to_completion
     async def next_deadline_ms(self) -> int | None:
         self._check_open()
         with _unavailable_on_connection_errors():

@@ -173,3 +173,38 @@ async def test_rooms_stored_before_the_idle_index_are_indexed_once(redis_prefix:
     finally:
         await client.aclose()
         await store.close()
+
+
+async def test_a_cancelled_store_call_ends_its_caller_at_once(redis_prefix: str) -> None:
+    """A caller cancelled while its Redis call is in flight stops there with CancelledError.
+
+    redis-py can lose such a cancellation (it surfaced as a SIGTERMed session replica whose room
+    subscriptions, cancelled mid-read, went on forever and kept it from exiting). The call is
+    tried at every point of its round trip: no cancellation may be lost.
+    """
+    store = open_store(f"{REDIS_URL}?prefix={redis_prefix}")
+    try:
+        await store.create_room(room())
+        lost = 0
+        trials = 300
+
+        async def keep_loading(cancelled: asyncio.Event) -> None:
+            nonlocal lost
+            while True:
+                await store.load_room("room-1")
+                if cancelled.is_set():  # the load returned although its caller was cancelled
+                    lost += 1
+                    return
+
+        for trial in range(trials):
+            cancelled = asyncio.Event()
+            task = asyncio.create_task(keep_loading(cancelled))
+            for _ in range(trial % 12 + 1):  # somewhere along the round trip
+                await asyncio.sleep(0)
+            cancelled.set()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        assert lost == 0, f"{lost} of {trials} cancellations lost"
+    finally:
+        await store.close()
