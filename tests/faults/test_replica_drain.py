@@ -80,7 +80,8 @@ async def test_a_replica_stopped_with_sigterm_drains_and_no_player_notices(
         except subprocess.TimeoutExpired:
             raise AssertionError(
                 f"the SIGTERMed replica still runs after {EXITS_WITHIN_S} s (grace {GRACE_S} s): "
-                "its shared calls were not drained"
+                "its shared calls were not drained; its log ends:\n"
+                + "\n".join(victim.log_path.read_text(errors="replace").splitlines()[-40:])
             ) from None
         took = time.monotonic() - stopped_at
         assert code == 0, f"the replica exited {code}"
