@@ -61,15 +61,16 @@ def _check_secrets(before: GameState, s: GameState, events: list[Event], passed:
     again shows in ``recentPlays``), so a pending choice is checked by counterfactual: every
     other player's view is the same had its owner chosen any other card of their hand.
     """
+    views = {viewer: player_view(s, viewer) for viewer in (None, *s.seats)}
     for owner, cid in s.passing.items():
         if not cid:
             continue
         for alt in {c for c in s.hands[owner] if c != cid and c not in s.passing.values()}:
             other = s.clone()
             other.passing[owner] = alt
-            for viewer in (None, *s.seats):
+            for viewer, view in views.items():
                 if viewer != owner:
-                    assert player_view(other, viewer) == player_view(s, viewer), (viewer, owner, cid)
+                    assert player_view(other, viewer) == view, (viewer, owner, cid)
     between: dict[str, set[str]] = {}  # passed in this step: giver and receiver
     for e in events:
         if e.type == "exchangeDone":
@@ -82,8 +83,7 @@ def _check_secrets(before: GameState, s: GameState, events: list[Event], passed:
         between = {}  # the exchange ended the round: every card was dealt again
     elif between:
         assert s.history == before.history  # an exchange is no play: the public record stays as it was
-    for viewer in (None, *s.seats):
-        view = player_view(s, viewer)
+    for viewer, view in views.items():
         text = json.dumps({k: v for k, v in view.items() if k != "recentPlays"}, ensure_ascii=False)
         for cid, pair in between.items():
             assert viewer in pair or f'"{cid}"' not in text, (viewer, cid)
