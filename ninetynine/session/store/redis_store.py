@@ -212,16 +212,17 @@ def _runs_to_completion(
 ) -> Callable[_P, Coroutine[Any, Any, _T]]:
     """Run the store call on a task of its own, so that cancelling its caller is never lost.
 
-    redis-py can swallow a cancellation that arrives while a command is in flight (its
-    zero-timeout connection check turns it into a timeout it retries), and the caller then goes
-    on as if it had not been cancelled: a room subscription cancelled mid-read kept running and
-    held a stopping replica for its whole grace period. Here the caller stops waiting at once;
-    the command finishes on its own, which also returns its connection to the pool clean.
+    redis-py can swallow a cancellation that arrives while a command is in flight (5.0.1's
+    zero-timeout connection check turns it into a timeout it retries; 8.1.0 loses it too), and
+    the caller then goes on as if it had not been cancelled: a room subscription cancelled
+    mid-read kept running and held a stopping replica for its whole grace period. Here the caller
+    stops waiting at once; the command finishes on its own, which also returns its connection to
+    the pool clean.
     """
 
     @functools.wraps(method)
     async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        task = asyncio.ensure_future(method(*args, **kwargs))
+        task = asyncio.create_task(method(*args, **kwargs))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -231,7 +232,7 @@ def _runs_to_completion(
     return call
 
 
-def _outcome_unwanted(task: asyncio.Future[Any]) -> None:
+def _outcome_unwanted(task: asyncio.Task[Any]) -> None:
     """The caller was cancelled: fetch the outcome so that a failure is not logged as never retrieved."""
     if not task.cancelled():
         task.exception()
