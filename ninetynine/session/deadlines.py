@@ -117,43 +117,54 @@ class Deadlines:
         self.engine = engine
         self.owner = owner
         self.lease_ms = lease_ms
+        # A shared store (Redis) is polled for what other replicas change; a store only this
+        # replica writes (SQLite) is asked only after this replica's own claims and releases.
         self.poll_ms = poll_ms
+        self.polls_store = not cache.authoritative
         self._stopping = stopping
         self._fires: set[asyncio.Task[None]] = set()
+        # False: the store's earliest deadline may have moved in a way the room cache did not see.
+        self._known = False
 
     async def run(self) -> None:
         """Fire due deadlines until ``stopping`` is set; survives store and engine outages.
 
-        The store is asked for the earliest deadline when it may have changed in a way this
-        replica did not see: at start, after each claim, and every ``poll_ms`` (other replicas'
-        commits, expired claims). A commit here only brings a deadline sooner or later; the sooner
-        ones come from the room cache, and a later one leaves the earliest known deadline too early,
-        which costs one look at the store when it comes round. Not asking the store on every commit
-        saves a round trip to it per move.
+        The store is asked for the earliest deadline when it may have changed in a way the room
+        cache did not see: at start, after each claim and release of this replica, and, on a shared
+        store, every ``poll_ms`` (other replicas' commits, expired claims). A commit here only
+        brings a deadline sooner or later; the cache wakes the scheduler for a sooner one only
+        (:meth:`RoomCache.await_deadline`), and a later one leaves the earliest known deadline too
+        early, which costs one look at the store when it comes round. So a replica on its own store
+        does no work while no deadline is due, and none for a move that does not bring one sooner.
         """
         wake = self.cache.changed
         next_due: int | None = None
-        known = False
         while not self._stopping.is_set():
-            if not known:
+            # Cleared before the store is asked: a wake during the ask is not lost.
+            wake.clear()
+            retry_ms: int | None = None
+            if not self._known:
+                self._known = True  # a release during the ask sets it back
                 try:
                     next_due = await self.store.next_deadline_ms()
-                    known = True
                 except StoreUnavailable:
                     self.metrics.store_errors.labels(self.cache.store_kind, "next_deadline").inc()
-                    next_due = None
-            wake.clear()
+                    self._known = False
+                    next_due, retry_ms = None, self.poll_ms
             sooner = self.cache.take_sooner_deadline()
             if sooner is not None and (next_due is None or sooner < next_due):
                 next_due = sooner
-            now = now_ms()
-            wait_ms = self.poll_ms if next_due is None else max(0, min(next_due - now, self.poll_ms))
-            if wait_ms:
+            wait_ms = None if next_due is None else max(0, next_due - now_ms())
+            if self.polls_store or retry_ms is not None:
+                wait_ms = self.poll_ms if wait_ms is None else min(wait_ms, self.poll_ms)
+            if wait_ms != 0:
+                self.cache.await_deadline(next_due)
                 try:
-                    await asyncio.wait_for(wake.wait(), wait_ms / 1000)
+                    async with asyncio.timeout(None if wait_ms is None else wait_ms / 1000):
+                        await wake.wait()
                 except TimeoutError:
                     # The earliest known deadline came round (it may have moved since: ask), or the poll.
-                    known = False
+                    self._known = False
                 continue
             try:
                 claimed = await self.store.claim_due(now_ms(), self.owner, self.lease_ms, 200)
@@ -161,7 +172,7 @@ class Deadlines:
                 self.metrics.store_errors.labels(self.cache.store_kind, "claim").inc()
                 await asyncio.sleep(self.poll_ms / 1000)
                 continue
-            known = False
+            self._known = False
             for room_id, due in claimed:
                 task = asyncio.create_task(self._fire(room_id, due))
                 self._fires.add(task)
@@ -234,6 +245,9 @@ class Deadlines:
         if not step_out.events:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.release(room_id, self.owner)
+            # The room is due at its deadline again, not at the claim's end: ask the store.
+            self._known = False
+            self.cache.changed.set()
             return
         mode = mode_of(loaded.doc)
         if fired.get("kind") == "timeout":

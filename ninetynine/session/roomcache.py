@@ -156,15 +156,22 @@ class RoomCache:
         # nobody here watches are dropped after FANOUT_WAIT_S (the soak showed a slow creep when
         # they were kept up to a count instead).
         self._fanout_pending: OrderedDict[tuple[str, int], tuple[float, str, str]] = OrderedDict()
-        # Set on every commit: the deadline scheduler wakes to look at the new deadline, the
-        # earliest deadline committed here since it last looked (take_sooner_deadline).
+        # Wakes the deadline scheduler: set by a commit whose deadline comes before the one it
+        # waits for (await_deadline), which then takes the earliest deadline committed here
+        # since it last looked (take_sooner_deadline).
         self.changed = asyncio.Event()
         self._sooner_deadline_ms: int | None = None
+        self._awaited_deadline_ms: int | None = None
 
     def take_sooner_deadline(self) -> int | None:
         """The earliest deadline committed by this replica since the last call (None: none)."""
         sooner, self._sooner_deadline_ms = self._sooner_deadline_ms, None
         return sooner
+
+    def await_deadline(self, deadline_ms: int | None) -> None:
+        """The scheduler waits for ``deadline_ms`` (None: for no known one): :attr:`changed` is
+        set by a commit whose deadline comes before it, and by no other commit."""
+        self._awaited_deadline_ms = deadline_ms
 
     def lock(self, room_id: str) -> asyncio.Lock:
         lock = self._locks.get(room_id)
@@ -334,7 +341,9 @@ class RoomCache:
                     self._sooner_deadline_ms is None or doc.deadline_ms < self._sooner_deadline_ms
                 ):
                     self._sooner_deadline_ms = doc.deadline_ms
-                self.changed.set()
+                    awaited = self._awaited_deadline_ms
+                    if awaited is None or doc.deadline_ms < awaited:
+                        self.changed.set()
                 return loaded, step
             raise session_error("ROOM_BUSY", roomId=room_id)
 

@@ -186,3 +186,46 @@ async def test_every_turn_announces_the_deadline_the_session_enforces(make_stack
     assert all(length == short for who, length, row in turns if who == "host" and row >= 3), turns
     assert {length for who, length, _ in turns if who == "bot"} == {bot_ms}, turns
     assert bot_moves and all(played >= due for played, due in bot_moves), "a bot plays at its turn's deadline"
+
+
+async def test_a_session_on_its_own_store_does_no_deadline_work_between_deadlines(
+    make_stack: MakeStack, store_url: Callable[[], str]
+) -> None:
+    """On SQLite this replica writes every deadline, so the scheduler sleeps until the earliest
+    one: it does not poll the store, and a move that only brings a later deadline does not wake it.
+    On a shared store (Redis) it polls, for what other replicas commit."""
+    stack = await make_stack(time_scale=1.0)  # 15 s turns: nothing comes due during the test
+    cache = stack.rooms.cache
+    asked = looked = 0
+    ask_store, take_sooner = stack.rooms.store.next_deadline_ms, cache.take_sooner_deadline
+
+    async def counting_ask() -> int | None:
+        nonlocal asked
+        asked += 1
+        return await ask_store()
+
+    def counting_take() -> int | None:
+        nonlocal looked
+        looked += 1
+        return take_sooner()
+
+    stack.rooms.store.next_deadline_ms = counting_ask  # type: ignore[method-assign]
+    cache.take_sooner_deadline = counting_take  # type: ignore[method-assign]
+    a, b = await _two_humans(stack, turn_seconds=15)
+    await asyncio.sleep(0.05)
+    asked_before, looked_before = asked, looked
+    moves = 0
+    for client_seq in range(1, 4):
+        for token in (a.seat_token, b.seat_token):
+            view = (await stack.stub.GetView(pb.GetViewRequest(token=token))).view
+            if view.my_turn and view.legal_plays:
+                action = view.legal_plays[0].action
+                await stack.stub.Play(pb.PlayRequest(token=token, client_seq=client_seq, action=action))
+                moves += 1
+    assert moves >= 3
+    await asyncio.sleep(1.0)
+    if "sqlite" in store_url():
+        assert asked == asked_before, "the store is not polled while no deadline is due"
+        assert looked == looked_before, "a move bringing a later deadline does not wake the scheduler"
+    else:
+        assert asked - asked_before >= 10, "a shared store is polled (every 50 ms)"
