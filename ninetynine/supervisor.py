@@ -463,7 +463,9 @@ class _PolledPipe:
     """A child's stdout pipe, read by polling instead of through the event loop's selector.
 
     A selector-registered pipe wakes the supervisor for every write a child makes; polling every
-    :data:`_POLL_S` seconds wakes it at most that often, whatever the children log. The pipe is
+    :data:`_POLL_S` seconds wakes it at most that often, whatever the children log, and a pipe
+    found empty on two ticks in a row waits for the child's next write instead, so quiet children
+    cost no wake-ups. The pipe is
     enlarged (:data:`_PIPE_BYTES`, Linux) so a child logging in bursts does not wait meanwhile.
     """
 
@@ -480,16 +482,37 @@ class _PolledPipe:
 
     async def read(self, n: int) -> bytes:
         """Up to ``n`` bytes, waiting for some; ``b""`` once the child's end is closed."""
+        empty_ticks = 0
         while True:
             try:
                 data = os.read(self.read_fd, n)
             except BlockingIOError:
+                if empty_ticks:
+                    # Still nothing a tick later: the child is quiet, so sleep until it writes
+                    # rather than waking on every tick.
+                    await self._readable()
+                empty_ticks += 1
                 # Every child's pipe on the same ticks: one wake-up serves them all.
                 await asyncio.sleep(_POLL_S - asyncio.get_running_loop().time() % _POLL_S)
                 continue
             if not data:
                 self.close()
             return data
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        fd = self.read_fd
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, wake)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
 
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import sys
+
+import pytest
 
 from ninetynine import supervisor
 
@@ -76,3 +79,33 @@ async def test_a_childs_pipe_is_read_in_batches_not_on_every_write() -> None:
     assert [json.loads(line)["n"] for line in out.getvalue().splitlines()] == list(range(300))
     assert out.writes < 100, out.writes
     assert pipe.read_fd == -1  # closed at the end of the child's output
+
+
+async def test_a_quiet_childs_pipe_is_not_polled_and_its_next_line_still_arrives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An idle stack's supervisor should cost nothing: polling an empty pipe every tick woke it
+    # ten times a second for nothing. The child is quiet for 1 s (ten ticks), then writes.
+    reads = 0
+    real_read = os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "read", counting_read)
+    pipe = supervisor._PolledPipe()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        'import os, time\ntime.sleep(1.0)\nos.write(1, b\'{"event":"late","service":"engine"}\\n\')\n',
+        stdout=pipe.write_fd,
+    )
+    pipe.started()
+    out = _CountingStream()
+    await supervisor._pump("engine", pipe, supervisor._LogWriter(out, pretty=False))
+    assert await child.wait() == 0
+    assert [json.loads(line)["event"] for line in out.getvalue().splitlines()] == ["late"]
+    # Two empty reads before it waits for the child, the line, the end (polling: about twelve).
+    assert reads <= 5, reads
