@@ -212,7 +212,7 @@ async def test_a_session_on_its_own_store_does_no_deadline_work_between_deadline
     stack.rooms.store.next_deadline_ms = counting_ask  # type: ignore[method-assign]
     cache.take_sooner_deadline = counting_take  # type: ignore[method-assign]
     a, b = await _two_humans(stack, turn_seconds=15)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)  # the scheduler takes the first turn's deadline
     asked_before, looked_before = asked, looked
     moves = 0
     for client_seq in range(1, 4):
