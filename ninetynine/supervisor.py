@@ -132,7 +132,7 @@ class Plan:
     """
 
     connect_host: str
-    engine: Child
+    engine: Child | None  # None: each session runs the rules itself (``--engine-mode local``)
     sessions: tuple[Child, ...]
     gateway: Child
     store_display: str
@@ -140,7 +140,8 @@ class Plan:
 
     def waves(self) -> list[list[Child]]:
         """Start order; the shutdown order is the reverse."""
-        return [[self.engine], list(self.sessions), [self.gateway]]
+        engine = [[self.engine]] if self.engine is not None else []
+        return [*engine, list(self.sessions), [self.gateway]]
 
     def children(self) -> list[Child]:
         return [child for wave in self.waves() for child in wave]
@@ -272,6 +273,7 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
             "Use --store redis://127.0.0.1:6379/0"
         )
 
+    local_engine = args.engine_mode == "local"
     host: str = args.host
     internal: str = args.internal_host
     metrics_host: str = args.metrics_host
@@ -279,7 +281,7 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
     ports = _Ports(internal)
     # Explicit ports first, so the consecutive ones (replicas, metrics) step around them.
     explicit = {
-        "engine": args.engine_port,
+        **({} if local_engine else {"engine": args.engine_port}),
         "gateway-grpc": args.gateway_grpc_port,
         "http": args.http_port,
     }
@@ -296,9 +298,10 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
     metrics = {
         name: ports.next_from(base + offset if base else 0, "--metrics-base-port", metrics_host)
         for offset, name in enumerate(metrics_names)
+        if not (local_engine and name == "engine")
     }
 
-    engine_frames = str(Path(runtime_dir) / "engine.sock") if runtime_dir else ""
+    engine_frames = str(Path(runtime_dir) / "engine.sock") if runtime_dir and not local_engine else ""
     session_frames = str(Path(runtime_dir) / "session.sock") if runtime_dir and replicas == 1 else ""
 
     def frames_flag(flag: str, path: str) -> tuple[str, ...]:
@@ -307,24 +310,28 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
     level: str = args.log_level
     reflection = "--reflection" if args.reflection else "--no-reflection"
     common = ("--log-level", level, "--metrics-host", metrics_host, reflection)
-    engine = Child(
-        "engine",
-        "engine",
-        (
-            "--host",
-            internal,
-            *common,
-            "--port",
-            str(claimed["engine"]),
-            "--metrics-port",
-            str(metrics["engine"]),
-            *frames_flag("--frames-socket", engine_frames),
-        ),
-        claimed["engine"],
-        metrics["engine"],
-        ENGINE_SERVICE,
-        listen_host=internal,
-        metrics_host=metrics_host,
+    engine = (
+        None
+        if local_engine
+        else Child(
+            "engine",
+            "engine",
+            (
+                "--host",
+                internal,
+                *common,
+                "--port",
+                str(claimed["engine"]),
+                "--metrics-port",
+                str(metrics["engine"]),
+                *frames_flag("--frames-socket", engine_frames),
+            ),
+            claimed["engine"],
+            metrics["engine"],
+            ENGINE_SERVICE,
+            listen_host=internal,
+            metrics_host=metrics_host,
+        )
     )
     session_extra: list[str] = []
     if args.bot_think_ms is not None:
@@ -345,7 +352,7 @@ def build_plan(args: argparse.Namespace, runtime_dir: str | None = None) -> Plan
                     "--port",
                     str(port),
                     "--engine",
-                    f"{url_host(connect)}:{engine.grpc_port}",
+                    "local" if engine is None else f"{url_host(connect)}:{engine.grpc_port}",
                     "--store",
                     store,
                     "--metrics-port",
@@ -790,13 +797,13 @@ def _run(args: argparse.Namespace, runtime_dir: str) -> int:
     except (PlanError, OSError, CredentialError) as exc:
         log.error("cannot start the stack", error=str(exc))
         return 2
-    if not is_loopback(plan.engine.listen_host):
+    if plan.engine is not None and not is_loopback(plan.engine.listen_host):
         # The session is behind the credential; the engine and /metrics answer whoever reaches them.
         log.warning(
             "the engine takes no credential and listens beyond loopback", host=plan.engine.listen_host
         )
-    if not is_loopback(plan.engine.metrics_host):
-        log.warning("/metrics listens beyond loopback", host=plan.engine.metrics_host)
+    if not is_loopback(plan.gateway.metrics_host):
+        log.warning("/metrics listens beyond loopback", host=plan.gateway.metrics_host)
     pretty = args.log_format == "text" or (args.log_format == "auto" and sys.stdout.isatty())
     supervisor = Supervisor(
         plan,
@@ -849,6 +856,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         parser, "--metrics-host", default="127.0.0.1", help="address every /metrics port listens on"
     )
     add_env_argument(parser, "--http-port", type=int, default=8080, help="gateway HTTP/WebSocket port")
+    add_env_argument(
+        parser,
+        "--engine-mode",
+        choices=("service", "local"),
+        default="service",
+        help="service: the engine is its own process, which the sessions call; local: each session "
+        "runs the rules in its own process (one process and one hop fewer per move)",
+    )
     add_env_argument(parser, "--engine-port", type=int, default=50051, help="engine gRPC port")
     add_env_argument(
         parser,

@@ -101,6 +101,31 @@ async def test_serve_sqlite_plays_and_stops_cleanly(tmp_path: Path, started: lis
     assert db.is_file() and db.stat().st_size > 0
 
 
+async def test_serve_with_the_engine_local_runs_two_processes_and_plays(
+    tmp_path: Path, started: list[Serve]
+) -> None:
+    """``--engine-mode local``: no engine process; each session runs the rules itself."""
+    serve = Serve.start("--engine-mode=local", *FAST_GAME, cwd=tmp_path)
+    started.append(serve)
+    serve.wait_ready()
+    await check_urls_answer(serve, {"session", "gateway"})
+
+    async with aiohttp.ClientSession() as http:
+        table = await open_table(http, serve.web_url)
+        await table.create_room_with_bots(2)
+        played, over = await table.play_moves(3)
+        assert played == 3 or over, table.seen
+        await table.ws.close()
+
+    pids = serve.child_pids()
+    assert set(pids) == {"session", "gateway"}
+    session_lines = [r for r in serve.json_lines() if r.get("service") == "session"]
+    assert any(r.get("engine_mode") == "local" for r in session_lines), serve.output()
+    assert serve.terminate() == 0, serve.output()
+    assert wait_gone(list(pids.values())) == []
+    assert stop_order(serve) == ["gateway", "session"]
+
+
 async def test_serve_redis_two_session_replicas_share_rooms(tmp_path: Path, started: list[Serve]) -> None:
     store, prefix = redis_store_url()
     try:
@@ -187,6 +212,7 @@ def test_default_ports_with_two_replicas_step_around_the_gateway() -> None:
         ["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2", "--host=0.0.0.0"]
     )
     plan = build_plan(args)
+    assert plan.engine is not None
     # 50053 is the gateway's gRPC port, so the second replica takes 50054; the first three
     # metrics ports are those of deploy/prometheus/prometheus.yml.
     assert [s.grpc_port for s in plan.sessions] == [50052, 50054]
@@ -205,6 +231,7 @@ def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> No
         return args[args.index(name) + 1]
 
     plan = build_plan(build_parser().parse_args(["serve", "--host=0.0.0.0"]))
+    assert plan.engine is not None
     assert flag(plan.gateway.args, "--host") == "0.0.0.0"
     for child in plan.children():
         assert flag(child.args, "--metrics-host") == "127.0.0.1", child.name
@@ -216,6 +243,7 @@ def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> No
     plan = build_plan(
         build_parser().parse_args(["serve", "--internal-host=0.0.0.0", "--metrics-host=0.0.0.0"])
     )
+    assert plan.engine is not None
     assert flag(plan.gateway.args, "--host") == "127.0.0.1"
     assert {flag(c.args, "--host") for c in (plan.engine, *plan.sessions)} == {"0.0.0.0"}
     assert {flag(c.args, "--metrics-host") for c in plan.children()} == {"0.0.0.0"}
@@ -232,6 +260,7 @@ def test_the_sessions_send_their_moves_to_the_engines_frames_socket_in_the_runti
 
     args = build_parser().parse_args(["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2"])
     plan = build_plan(args, "/run/private")
+    assert plan.engine is not None
     assert flag(plan.engine.args, "--frames-socket") == "/run/private/engine.sock"
     assert [flag(s.args, "--engine-frames") for s in plan.sessions] == ["/run/private/engine.sock"] * 2
     assert "listens engine:   grpc 127.0.0.1:50051, frames /run/private/engine.sock, metrics" in plan.banner()
@@ -243,6 +272,24 @@ def test_the_sessions_send_their_moves_to_the_engines_frames_socket_in_the_runti
     assert all(
         not {"--frames-socket", "--engine-frames", "--session-frames"} & set(c.args) for c in plain.children()
     )
+
+
+def test_with_the_engine_local_the_plan_has_no_engine_and_keeps_the_other_ports() -> None:
+    from ninetynine.cli import build_parser
+    from ninetynine.supervisor import build_plan
+
+    def flag(args: tuple[str, ...], name: str) -> str:
+        return args[args.index(name) + 1]
+
+    plan = build_plan(build_parser().parse_args(["serve", "--engine-mode=local"]), "/run/private")
+    assert plan.engine is None
+    assert [child.name for child in plan.children()] == ["session", "gateway"]
+    (session,) = plan.sessions
+    assert flag(session.args, "--engine") == "local"
+    assert "--engine-frames" not in session.args
+    # The ports are those of the default stack, the engine's left unused.
+    assert (session.grpc_port, session.metrics_port, plan.gateway.metrics_port) == (50052, 9102, 9103)
+    assert "engine" not in plan.banner()
 
 
 def test_with_one_session_the_gateway_opens_its_shared_calls_on_the_sessions_frames_socket() -> None:
