@@ -44,6 +44,11 @@ def started(tmp_path: Path) -> Iterator[list[Serve]]:
             serve.kill()
 
 
+def flag(args: tuple[str, ...], name: str) -> str:
+    """The value given to ``name`` in a child's command line."""
+    return args[args.index(name) + 1]
+
+
 def stop_order(serve: Serve) -> list[str]:
     return [
         str(r["process"])
@@ -227,9 +232,6 @@ def test_host_binds_the_gateway_only_and_the_internal_hosts_are_separate() -> No
     from ninetynine.cli import build_parser
     from ninetynine.supervisor import build_plan
 
-    def flag(args: tuple[str, ...], name: str) -> str:
-        return args[args.index(name) + 1]
-
     plan = build_plan(build_parser().parse_args(["serve", "--host=0.0.0.0"]))
     assert plan.engine is not None
     assert flag(plan.gateway.args, "--host") == "0.0.0.0"
@@ -255,9 +257,6 @@ def test_the_sessions_send_their_moves_to_the_engines_frames_socket_in_the_runti
     from ninetynine.cli import build_parser
     from ninetynine.supervisor import build_plan
 
-    def flag(args: tuple[str, ...], name: str) -> str:
-        return args[args.index(name) + 1]
-
     args = build_parser().parse_args(["serve", "--store=redis://127.0.0.1:6379/0", "--session-replicas=2"])
     plan = build_plan(args, "/run/private")
     assert plan.engine is not None
@@ -278,9 +277,6 @@ def test_with_the_engine_local_the_plan_has_no_engine_and_keeps_the_other_ports(
     from ninetynine.cli import build_parser
     from ninetynine.supervisor import build_plan
 
-    def flag(args: tuple[str, ...], name: str) -> str:
-        return args[args.index(name) + 1]
-
     plan = build_plan(build_parser().parse_args(["serve", "--engine-mode=local"]), "/run/private")
     assert plan.engine is None
     assert [child.name for child in plan.children()] == ["session", "gateway"]
@@ -295,9 +291,6 @@ def test_with_the_engine_local_the_plan_has_no_engine_and_keeps_the_other_ports(
 def test_with_one_session_the_gateway_opens_its_shared_calls_on_the_sessions_frames_socket() -> None:
     from ninetynine.cli import build_parser
     from ninetynine.supervisor import build_plan
-
-    def flag(args: tuple[str, ...], name: str) -> str:
-        return args[args.index(name) + 1]
 
     plan = build_plan(build_parser().parse_args(["serve"]), "/run/private")
     (session,) = plan.sessions
