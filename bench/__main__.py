@@ -25,6 +25,7 @@ BENCHMARKS: tuple[str, ...] = (
     "grpc_wake",
     "session_move",
     "client_json",
+    "wire_slices",
 )
 
 

@@ -9,11 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["field_payload", "first_payload", "length_delimited", "read_varint", "varint", "varint_field"]
+__all__ = [
+    "first_payload",
+    "first_varint",
+    "length_delimited",
+    "read_varint",
+    "sole_payload",
+    "varint",
+]
+
+# The one-byte varints: field keys and short lengths, several per fanned-out message.
+_ONE_BYTE = tuple(bytes((value,)) for value in range(0x80))
 
 
 def varint(value: int) -> bytes:
     """``value`` (>= 0) as a base-128 varint."""
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -66,36 +80,29 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
         yield key >> 3, wire, start, value_start, pos
 
 
-def varint_field(data: bytes, number: int) -> int:
-    """The value of varint field ``number`` of a serialized message (0 when absent; the last wins).
+def first_varint(data: bytes, number: int) -> int:
+    """The value of varint field ``number`` (0 when absent), read no further than it.
 
-    Walks the top-level fields and skips the others by their wire type, without parsing them.
+    For a message protobuf serialized, where a singular field occurs once and known fields come
+    in number order: the walk stops at the first field numbered ``number`` or above, skipping the
+    fields before it by their wire type, without parsing them.
     """
-    found = 0
     for field, wire, _, value_start, _ in _fields(data):
-        if field == number and wire == 0:
-            found, _ = read_varint(data, value_start)
-    return found
-
-
-def field_payload(data: bytes, number: int) -> bytes | None:
-    """The payload of the last length-delimited field ``number`` (``None`` when absent)."""
-    found: bytes | None = None
-    for field, wire, _, value_start, end in _fields(data):
-        if field == number and wire == 2:
-            found = data[value_start:end]
-    return found
+        if field >= number:
+            return read_varint(data, value_start)[0] if field == number and wire == 0 else 0
+    return 0
 
 
 def first_payload(data: bytes, number: int) -> bytes | None:
-    """The payload of the first length-delimited field ``number``, read no further than it.
+    """The payload of length-delimited field ``number`` (``None`` when absent), read no further than it.
 
-    For a message this process serialized itself, where the field occurs once: protobuf writes
-    known fields in number order, so a low-numbered field is found within the first few.
+    For a message protobuf serialized, where a singular field occurs once and known fields come
+    in number order: the walk stops at the first field numbered ``number`` or above, so what
+    follows (a room document's growing list of moves, say) is never walked.
     """
     for field, wire, _, value_start, end in _fields(data):
-        if field == number and wire == 2:
-            return data[value_start:end]
+        if field >= number:
+            return data[value_start:end] if field == number and wire == 2 else None
     return None
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from ninetynine.common.logging import get_logger
-from ninetynine.common.wire import field_payload
+from ninetynine.common.wire import first_payload
 from ninetynine.engine.v1 import events_pb2, state_pb2
 from ninetynine.session import games, rooms
 from ninetynine.session.enginecalls import state_key
@@ -93,7 +93,7 @@ class Loaded:
 
     def state_wire(self) -> bytes | None:
         """``doc.state`` as committed: its bytes inside ``record.data``, found without a parse."""
-        return field_payload(self.record.data, _DOC_STATE)
+        return first_payload(self.record.data, _DOC_STATE)
 
     def holds(self, caller: rooms.Caller, digest: bytes) -> bool:
         """Whether the token hashing to ``digest`` still acts for ``caller`` in this version."""

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from ninetynine.common.errors import Lang
-from ninetynine.common.wire import length_delimited, varint_field
+from ninetynine.common.wire import first_varint, length_delimited
 from ninetynine.session import rooms
 from ninetynine.session.errors import session_error
 from ninetynine.session.presence import Presence
@@ -33,7 +33,7 @@ _HEARTBEAT = object()
 
 def batch_end(payload: bytes) -> bool:
     """``RoomEvent.batch_end`` of a serialized event, read without parsing the whole event."""
-    return varint_field(payload, _BATCH_END) != 0
+    return first_varint(payload, _BATCH_END) != 0
 
 
 class Subscriptions:
