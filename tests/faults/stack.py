@@ -156,26 +156,27 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        log = (self.directory / "redis.log").open("ab")
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        # The child keeps its own copy of the descriptor: this process closes its one at once.
+        with (self.directory / "redis.log").open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                    "--save",
+                    "",
+                    "--dir",
+                    str(self.directory),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 20
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
         while True:
