@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import socket
 import subprocess
@@ -30,6 +29,7 @@ import uvloop
 from aiohttp import web
 
 from bench.client_json import move_messages
+from bench.load.stack import read_proc
 from ninetynine.gateway.convert import server_bytes
 
 ROOM_SEATS = 4
@@ -77,9 +77,10 @@ def serve(port: int) -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    sample = read_proc(pid)
+    if sample is None:
+        raise RuntimeError(f"the floor server (pid {pid}) is gone")
+    return sample.cpu_s
 
 
 async def drive(port: int, pid: int, clients: int, rate: float, duration: float) -> dict[str, float]:
