@@ -369,6 +369,12 @@ def _tampered() -> list[tuple[str, str, Any]]:
     def tokens(s: state_pb2.State) -> None:
         s.rules.tokens.start_by_players[0].value = 50
 
+    def no_token_rows(s: state_pb2.State) -> None:
+        s.rules.tokens.ClearField("start_by_players")
+
+    def no_deck_rows(s: state_pb2.State) -> None:
+        s.rules.deck.ClearField("decks_by_players")
+
     def foreign_recent_card(s: state_pb2.State) -> None:
         s.rules.no_same_number_twice = True  # the rules read the last play's card
         s.history[-1].action.card_id = "10D-2"  # one deck at four players
@@ -395,6 +401,8 @@ def _tampered() -> list[tuple[str, str, Any]]:
         ("rules removed", "na-standard", rules_stripped),
         ("a joker range past 99", KR, joker_range),
         ("fifty tokens", "na-standard", tokens),
+        ("no row of starting tokens", "na-points", no_token_rows),
+        ("no row of deck counts", "na-standard", no_deck_rows),
         ("a special hand of a rank not in the deck", "na-start-card", special_rank),
         ("a King locked for 50 turns", "na-start-card", locked),
         ("a seat without its score", "na-points", score_dropped),
