@@ -22,6 +22,7 @@ check from here.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -86,13 +87,57 @@ def connect_host(listen_host: str) -> str:
     return listen_host
 
 
+# Listening ports come from below the kernel's ephemeral range when there is room there: a port
+# from that range can become the source port of any outgoing connection between the moment it is
+# chosen and the moment a child binds it ("Address already in use").
+_LOCAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST = 10_000  # below: well-known and registered services (Redis, PostgreSQL, NATS ...)
+_TRIES = 200
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
+def _below_ephemeral() -> range:
+    try:
+        first_ephemeral = int(_LOCAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return range(0)
+    return range(_LOWEST, first_ephemeral)
+
+
+def _bindable(family: socket.AddressFamily, host: str, port: int) -> bool:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))  # no SO_REUSEADDR: a port in TIME_WAIT counts as taken
+        except OSError:
+            return False
+    return True
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on right now on ``host`` (``""``: every IPv4 address)."""
+    """A port nothing listens on right now on ``host`` (``""``: every IPv4 address).
+
+    One process never gets the same port twice, and the port is below the kernel's ephemeral
+    range when that leaves room, so no outgoing connection takes it before a server binds it.
+    """
     host = host or "0.0.0.0"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    ports = _below_ephemeral()
+    with _handed_out_lock:
+        if len(ports) > _TRIES:
+            start = random.randrange(len(ports))  # apart from other processes choosing now
+            for i in range(_TRIES):
+                port = ports[(start + i) % len(ports)]
+                if port not in _handed_out and _bindable(family, host, port):
+                    _handed_out.add(port)
+                    return port
+        while True:  # no room below the range: the kernel's choice
+            with socket.socket(family, socket.SOCK_STREAM) as sock:
+                sock.bind((host, 0))
+                port = int(sock.getsockname()[1])
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
 
 
 def service_command(args: Sequence[str], *, parent: int | None = None) -> list[str]:

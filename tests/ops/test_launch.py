@@ -23,6 +23,19 @@ STUBBORN = (
 )
 
 
+def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
+    """An outgoing connection takes its source port from the ephemeral range; a port chosen there
+    could be taken before the child binds it. No port is handed out twice either."""
+    first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [launch.free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+    assert all(10_000 <= p < first_ephemeral for p in ports)
+    for port in ports[:20]:  # and each can be listened on
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+
+
 def test_a_service_that_exits_while_starting_fails_the_wait_instead_of_timing_out(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
