@@ -12,8 +12,8 @@ Server side, :class:`CanonicalLogInterceptor` wraps every handler (unary and str
   ``duration_ms``, plus whatever the handler added with :func:`bind_rpc_fields` (mode, seq, room_id,
   player_id, reason...), and ``attempt`` (2, 3...) when the call is a client's gRPC retry (it
   carries ``grpc-previous-rpc-attempts``; such calls are also counted by ``retries``). Handler
-  exceptions other than aborts are logged with their traceback at level error and re-raised
-  untouched (grpc reports them as ``UNKNOWN``).
+  exceptions other than aborts are logged with their traceback at level error, and the caller
+  gets ``UNKNOWN`` with the ``INTERNAL`` reason and text, not the exception's.
 
 Cost (``python -m bench rpc_overhead``): the line and the latency sample are written from a loop
 callback scheduled as the handler returns, so they run after grpc has handed the response to the
@@ -64,6 +64,7 @@ from ninetynine.common.context import (
 from ninetynine.common.credential import AUTHORIZATION_HEADER, BEARER_PREFIX
 from ninetynine.common.errors import ServiceError, abort
 from ninetynine.common.logging import emit_line
+from ninetynine.common.reasons import SERVICE_TEXTS
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -112,6 +113,10 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
         retries: Counter | None = None,
     ) -> None:
         self.service = service
+        ko, en = SERVICE_TEXTS["INTERNAL"]
+        self._internal = ServiceError(
+            grpc.StatusCode.UNKNOWN, "INTERNAL", f"{service}.ninetynine", message_ko=ko, message_en=en
+        )
         self._histogram = rpc_histogram
         self._retries = retries
         self._label_fields = tuple(label_fields)
@@ -224,9 +229,11 @@ class CanonicalLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-
             expired = remaining is not None and remaining <= 0
             code = grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED
             raise
-        except Exception as exc:  # logged here, re-raised: grpc turns it into UNKNOWN
+        except Exception as exc:  # noqa: BLE001 -- answered as INTERNAL, logged with its traceback
             failure = exc
-            raise
+            # grpc's own answer would be "Unexpected <class ...>: <the exception's text>": our
+            # internals, and no ErrorInfo. The caller gets the service's INTERNAL text instead.
+            await abort(context, self._internal)
         finally:
             seconds = time.perf_counter() - started
             # Written once the loop gets back to it, i.e. after grpc has handed the response or

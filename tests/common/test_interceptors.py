@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
+from google.rpc import status_pb2
 from prometheus_client import CollectorRegistry
 
 from ninetynine.common.context import request_scope
+from ninetynine.common.errors import error_info
 from ninetynine.common.grpcclient import create_channel
 from ninetynine.common.interceptors import CanonicalLogInterceptor, bind_rpc_fields, request_id
 from ninetynine.common.metrics import histogram, rpc_histogram
+from ninetynine.common.reasons import SERVICE_TEXTS
 from tests.common import probe
 from tests.common.conftest import LogCapture, StartProbe
 
@@ -58,13 +62,21 @@ async def test_abort_is_logged_with_its_final_code(
     assert line["level"] == "info"  # a refused request is not a server fault
 
 
-async def test_unexpected_exception_is_logged_as_error_and_still_unknown(
+async def test_an_unexpected_exception_is_logged_with_its_traceback_and_not_told_to_the_caller(
     start_probe: StartProbe, channel_to, logs: LogCapture
 ) -> None:
     port, _ = await start_probe()
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await channel_to(port).unary_unary(probe.UNARY)(b"crash")
-    assert caught.value.code() is grpc.StatusCode.UNKNOWN
+    for lang, text in (("ko", SERVICE_TEXTS["INTERNAL"][0]), ("en", SERVICE_TEXTS["INTERNAL"][1])):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await channel_to(port).unary_unary(probe.UNARY)(b"crash", metadata=(("accept-language", lang),))
+        err = caught.value
+        assert err.code() is grpc.StatusCode.UNKNOWN
+        assert err.details() == text and "crashed" not in (err.details() or "")
+        trailers: Any = err.trailing_metadata() or ()
+        details = [v for k, v in trailers if k == "grpc-status-details-bin"]
+        assert len(details) == 1 and len(status_pb2.Status.FromString(details[0]).details) == 1
+        info = error_info(err)
+        assert info is not None and (info.reason, info.domain) == ("INTERNAL", "probe.ninetynine")
     line = await logs.rpc_line(probe.UNARY)
     assert (line["code"], line["level"]) == ("UNKNOWN", "error")
     assert line["exception"][0]["exc_value"] == "probe crashed on purpose"
