@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import error_details_pb2
 from prometheus_client.parser import text_string_to_metric_families
 
 from ninetynine import launch
-from ninetynine.common.errors import error_info
+from tests.common import errorinfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,13 +87,5 @@ def run_engine(tmp_dir: Path) -> Iterator[RunningEngine]:
 
 
 def only_error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
-    """The one ErrorInfo of a failed call (fails the test if there is none or more than one)."""
-    trailers: Any = err.trailing_metadata() or ()  # type: ignore[attr-defined]
-    raw = [v for k, v in trailers if k == "grpc-status-details-bin"]
-    assert len(raw) == 1, "exactly one grpc-status-details-bin trailer"
-    status = status_pb2.Status.FromString(raw[0])
-    assert len(status.details) == 1, f"exactly one detail, got {len(status.details)}"
-    info = error_info(err)
-    assert info is not None
-    assert info.domain == "engine.ninetynine"
-    return info
+    """The one ErrorInfo of a failed engine call (fails the test if there is none or more than one)."""
+    return errorinfo.only_error_info(err, ("engine.ninetynine",))

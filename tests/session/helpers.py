@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 import grpc.aio
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import error_details_pb2
 from prometheus_client import CollectorRegistry
 
-from ninetynine.common.errors import error_info
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
+from tests.common import errorinfo
 
 SESSION_DOMAIN = "session.ninetynine"
 ENGINE_DOMAIN = "engine.ninetynine"
@@ -26,15 +26,7 @@ T = TypeVar("T")
 
 def only_error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
     """The one ErrorInfo of a failed call; fails when there is none or more than one."""
-    trailers: Any = err.trailing_metadata() or ()  # type: ignore[attr-defined]
-    raw = [v for k, v in trailers if k == "grpc-status-details-bin"]
-    assert len(raw) == 1, f"exactly one status-details trailer, got {len(raw)}: {err}"
-    status = status_pb2.Status.FromString(raw[0])
-    assert len(status.details) == 1, f"exactly one detail, got {len(status.details)}"
-    info = error_info(err)
-    assert info is not None, f"the detail is an ErrorInfo: {err}"
-    assert info.domain in (SESSION_DOMAIN, ENGINE_DOMAIN), info.domain
-    return info
+    return errorinfo.only_error_info(err, (SESSION_DOMAIN, ENGINE_DOMAIN))
 
 
 async def refused(
