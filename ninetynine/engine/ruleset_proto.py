@@ -411,13 +411,6 @@ def check_rules(rules: RuleSet) -> None:
         raise _bad(f".players {fewest}..{most}")
     if rules.turn_seconds not in CHOICES["turn_seconds"][1]:
         raise _bad(f".turnSeconds {rules.turn_seconds}")
-    # ``unsupported`` reads the starting tokens, so their rows are checked first.
-    if not rules.tokens.start_by_players:
-        raise _bad(".tokens.startByPlayers: empty")
-    _rows(rules.tokens.start_by_players, ".tokens.startByPlayers", 0, MAX_TOKENS)
-    missing = unsupported(rules)
-    if missing:
-        raise _bad(f": not played: {', '.join(missing)}")
     _check_deck(rules)
     hand = rules.hand
     if not 1 <= hand.size <= 10 or not 0 <= hand.refill_to <= 10:
@@ -427,6 +420,10 @@ def check_rules(rules: RuleSet) -> None:
     if not 0 <= rules.start.total <= rules.limit:
         raise _bad(f".start.total {rules.start.total}")
     _rows(rules.start.by_players, ".start.byPlayers", 0, rules.limit, ascending=False)
+    tokens = rules.tokens
+    if not tokens.start_by_players:
+        raise _bad(".tokens.startByPlayers: empty")
+    _rows(tokens.start_by_players, ".tokens.startByPlayers", 0, MAX_TOKENS)
     if len(rules.thresholds) > MAX_THRESHOLDS:
         raise _bad(f".thresholds: {len(rules.thresholds)}")
     for i, t in enumerate(rules.thresholds):
@@ -448,6 +445,10 @@ def check_rules(rules: RuleSet) -> None:
         suit_ok = h.suit in ("", "S", "H", "D", "C")
         if h.rank not in ranks or not suit_ok or not -MAX_HAND_POINTS <= h.points <= MAX_HAND_POINTS:
             raise _bad(f".handScores[{i}]")
+    # Last: ``unsupported`` reads the rule set as the rules do, so only once it is within bounds.
+    missing = unsupported(rules)
+    if missing:
+        raise _bad(f": not played: {', '.join(missing)}")
 
 
 def _check_pairs(rules: RuleSet) -> None:
