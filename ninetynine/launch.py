@@ -31,7 +31,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -105,13 +105,25 @@ def _below_ephemeral() -> range:
     return range(_LOWEST, first_ephemeral)
 
 
-def _bindable(family: socket.AddressFamily, host: str, port: int) -> bool:
+def _bound(family: socket.AddressFamily, host: str, port: int) -> int | None:
+    """The port a socket gets when bound to ``port`` (0: the kernel's choice); None when taken."""
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))  # no SO_REUSEADDR: a port in TIME_WAIT counts as taken
         except OSError:
-            return False
-    return True
+            return None
+        return int(sock.getsockname()[1])
+
+
+def _candidates() -> Iterator[int]:
+    """Ports below the ephemeral range from a random start (apart from other processes choosing
+    now), then the kernel's choice (0) when there is no room there."""
+    ports = _below_ephemeral()
+    if len(ports) > _TRIES:
+        start = random.randrange(len(ports))
+        yield from (ports[(start + i) % len(ports)] for i in range(_TRIES))
+    while True:
+        yield 0
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -122,22 +134,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     """
     host = host or "0.0.0.0"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    ports = _below_ephemeral()
     with _handed_out_lock:
-        if len(ports) > _TRIES:
-            start = random.randrange(len(ports))  # apart from other processes choosing now
-            for i in range(_TRIES):
-                port = ports[(start + i) % len(ports)]
-                if port not in _handed_out and _bindable(family, host, port):
-                    _handed_out.add(port)
-                    return port
-        while True:  # no room below the range: the kernel's choice
-            with socket.socket(family, socket.SOCK_STREAM) as sock:
-                sock.bind((host, 0))
-                port = int(sock.getsockname()[1])
-            if port not in _handed_out:
+        for candidate in _candidates():
+            if candidate in _handed_out:
+                continue
+            port = _bound(family, host, candidate)
+            if port is not None and port not in _handed_out:
                 _handed_out.add(port)
                 return port
+    raise AssertionError("unreachable: the candidates never end")  # pragma: no cover
 
 
 def service_command(args: Sequence[str], *, parent: int | None = None) -> list[str]:
