@@ -1,9 +1,12 @@
-"""A connection's outbox: the bounded queue of server messages and the one task that writes them.
+"""A connection's outbox: its bounded backlog of server messages and the one task that drains it.
 
-Direct replies and the pushed room stream share the queue, so they keep their order; everything
-queued while a write was under way goes out in the next one (a move is several events, the room
-and the view: one socket write instead of one per message). A full queue is the caller's sign of a
-slow client; a failed write ends the writer and tells the connection.
+Direct replies and the pushed room stream go through the same outbox, so they keep their order.
+Everything put during one turn of the event loop goes out together at the end of that turn (a
+move is several events, the room and the view: one socket write instead of one per message):
+written at once when the transport can take it without waiting and nothing is waiting before it,
+else left to the writer task, which writes the backlog in batches and waits for a slow reader's
+socket to drain. So a connection that keeps up costs no task wake-up per move. A full backlog is
+the caller's sign of a slow client; a failed write ends the writer and tells the connection.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ class Transport(Protocol):
         """Send several messages in order, as one write where the transport can."""
         ...
 
+    def write_now(self, outs: list[Outgoing]) -> bool:
+        """Write several messages in order without waiting, or return False and write nothing."""
+        ...
+
     async def close(self, code: int) -> None: ...
 
 
@@ -56,7 +63,7 @@ class Outgoing:
 
 
 class Outbox:
-    """The queue of one connection's server messages and its writer task."""
+    """The backlog of one connection's server messages and its writer task."""
 
     def __init__(
         self,
@@ -69,24 +76,32 @@ class Outbox:
         self.transport = transport
         self.metrics = metrics
         self.clock = clock
+        self.size = size
         # Called once when a write fails: the socket is gone, nothing more can be sent.
         self.on_broken = on_broken
         self.writer: asyncio.Task[None] | None = None
-        self._queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=size)
+        self._queue: asyncio.Queue[Outgoing] = asyncio.Queue()
+        # Put during this turn of the loop; flushed by one callback at its end.
+        self._turn: list[Outgoing] = []
+        self._writing = False  # the writer is in a write (it may be waiting for the socket)
+        self._broken = False
 
     def start(self) -> None:
         """Start the writer (inside the event loop)."""
         self.writer = asyncio.create_task(self._write_loop())
 
     def put(self, out: Outgoing) -> bool:
-        """Queue ``out``; False when the queue is full."""
-        try:
-            self._queue.put_nowait(out)
-        except asyncio.QueueFull:
+        """Queue ``out``; False when the backlog is full."""
+        turn = self._turn
+        if len(turn) + self._queue.qsize() >= self.size:
             return False
+        if not turn:
+            asyncio.get_running_loop().call_soon(self._flush)
+        turn.append(out)
         return True
 
     def drop_backlog(self) -> None:
+        self._turn.clear()
         while not self._queue.empty():
             self._queue.get_nowait()
 
@@ -94,11 +109,28 @@ class Outbox:
         """Write ``out`` at once, past the queue (the goodbye once the writer is stopped)."""
         await self._send_batch([out])
 
-    async def _send_batch(self, batch: list[Outgoing]) -> None:
-        if len(batch) == 1:
-            await self.transport.send(batch[0])
+    def _flush(self) -> None:
+        batch, self._turn = self._turn, []
+        if not batch or self._broken:
+            return
+        if self._writing or not self._queue.empty() or self.writer is None:
+            self._enqueue(batch)
+            return
+        try:
+            written = self.transport.write_now(batch)
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            self._fail(exc)
+            return
+        if written:
+            self._count(batch)
         else:
-            await self.transport.send_many(batch)
+            self._enqueue(batch)
+
+    def _enqueue(self, batch: list[Outgoing]) -> None:
+        for out in batch:
+            self._queue.put_nowait(out)
+
+    def _count(self, batch: list[Outgoing]) -> None:
         for out in batch:
             kind = out.msg.WhichOneof("kind") or ""
             self.metrics.messages.labels("out", kind).inc()
@@ -107,14 +139,28 @@ class Outbox:
                     self.clock() - out.play_received
                 )
 
+    async def _send_batch(self, batch: list[Outgoing]) -> None:
+        if len(batch) == 1:
+            await self.transport.send(batch[0])
+        else:
+            await self.transport.send_many(batch)
+        self._count(batch)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._broken = True
+        log.info("send failed; closing", protocol=self.transport.protocol, error=str(exc))
+        self.on_broken()
+
     async def _write_loop(self) -> None:
         while True:
             batch = [await self._queue.get()]
             while len(batch) < WRITE_BATCH_MAX and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            self._writing = True
             try:
                 await self._send_batch(batch)
             except (ConnectionError, OSError, RuntimeError, grpc.RpcError) as exc:
-                log.info("send failed; closing", protocol=self.transport.protocol, error=str(exc))
-                self.on_broken()
+                self._fail(exc)
                 return
+            finally:
+                self._writing = False

@@ -176,10 +176,28 @@ class WebSocketTransport:
             return
         if self.ws.closed or socket.is_closing():
             raise ConnectionResetError("the WebSocket is closed")
-        # One write of every frame: one syscall and one wake-up of the reader instead of one each.
-        socket.write(b"".join([_text_frame(self._payload(out)) for out in outs]))
+        self._write(socket, outs)
         if socket.get_write_buffer_size() > WRITE_HIGH_WATER:
             await self._drained(socket)
+
+    def write_now(self, outs: list[Outgoing]) -> bool:
+        """Write ``outs`` at once when the socket takes them without waiting; False leaves them to
+        :meth:`send_many` (no batched writes here, a closed socket, or a client behind on reading)."""
+        socket = self.socket
+        if (
+            socket is None
+            or self.ws.compress
+            or self.ws.closed
+            or socket.is_closing()
+            or socket.get_write_buffer_size() > WRITE_HIGH_WATER
+        ):
+            return False
+        self._write(socket, outs)
+        return True
+
+    def _write(self, socket: Socket, outs: list[Outgoing]) -> None:
+        # One write of every frame: one syscall and one wake-up of the reader instead of one each.
+        socket.write(b"".join([_text_frame(self._payload(out)) for out in outs]))
 
     @staticmethod
     async def _drained(socket: Socket) -> None:
@@ -213,6 +231,9 @@ class GrpcTransport:
     async def send_many(self, outs: list[Outgoing]) -> None:
         for out in outs:
             await self.send(out)
+
+    def write_now(self, outs: list[Outgoing]) -> bool:
+        return False  # a gRPC stream's writes are awaited: the writer task sends them
 
     async def close(self, code: int) -> None:
         self.done.set()

@@ -78,6 +78,9 @@ class _Unsent:
 
     async def send_many(self, outs: list[Outgoing]) -> None: ...
 
+    def write_now(self, outs: list[Outgoing]) -> bool:
+        return True
+
     async def close(self, code: int) -> None: ...
 
 

@@ -224,6 +224,9 @@ class StalledTransport:
         self.sent.extend(out.msg.WhichOneof("kind") or "" for out in outs)
         await self._never.wait()
 
+    def write_now(self, outs: list[Outgoing]) -> bool:
+        return False  # the socket never takes anything without waiting
+
     async def close(self, code: int) -> None:
         self.closed_with = code
 
