@@ -17,7 +17,7 @@ snapshot replaced events it skipped, or the stream ended), the waiting plays are
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -143,19 +143,17 @@ class RoomFollower:
         conn = self.conn
         backoff = 0.2
         while not conn.closing and conn.binding is binding:
+            request = spb.SubscribeRequest(
+                token=binding.token,
+                after_seq=self.last_seq,
+                batched=True,
+                view_json=conn.transport.json_text,
+            )
+            subscription = conn.relay.subscribe(
+                request, conn.lang, functools.partial(self._on_stream_item, binding)
+            )
             try:
-                request = spb.SubscribeRequest(
-                    token=binding.token,
-                    after_seq=self.last_seq,
-                    batched=True,
-                    view_json=conn.transport.json_text,
-                )
-                # Closed when this task ends, not when the garbage collector gets to it: the session
-                # marks the seat disconnected once its subscription is gone.
-                async with contextlib.aclosing(conn.relay.subscribe(request, conn.lang)) as stream:
-                    async for item in stream:
-                        await self._on_stream_item(binding, item)
-                        backoff = 0.2
+                await subscription.ended
                 if self._finished:
                     return
             except grpc.RpcError as exc:
@@ -176,10 +174,17 @@ class RoomFollower:
                     code=code.name,
                     after_seq=self.last_seq,
                 )
+            finally:
+                # Closed when this task ends, not when the garbage collector gets to it: the session
+                # marks the seat disconnected once its subscription is gone.
+                subscription.close()
+            if subscription.responses:
+                backoff = 0.2
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    async def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
+    def _on_stream_item(self, binding: Binding, item: spb.SubscribeResponse) -> None:
+        """One response of the room stream: what it brings goes to the client in one outbox turn."""
         which = item.WhichOneof("item")
         if which == "batch":
             if self._expected and item.batch.events:
@@ -187,11 +192,11 @@ class RoomFollower:
             for ev in item.batch.events:
                 self._on_event(ev)
             if item.batch.HasField("view"):
-                await self._on_view(binding, item.batch.view)
+                self._on_view(item.batch.view)
         elif which == "event":
             self._on_event(item.event)
         elif which == "view":
-            await self._on_view(binding, item.view)
+            self._on_view(item.view)
         elif which == "snapshot":
             self.last_seq = max(self.last_seq, item.snapshot.seq)
             self._lose_answers()  # the answer of a play applied in the skipped events is not coming
@@ -224,17 +229,10 @@ class RoomFollower:
                 Outgoing(gw.ServerMessage(event=gw.EventPush(seq=ev.seq, event=ev.game, source=ev.source)))
             )
 
-    async def _on_view(self, binding: Binding, update: spb.ViewUpdate) -> None:
+    def _on_view(self, update: spb.ViewUpdate) -> None:
         conn = self.conn
-        if update.HasField("room"):
+        if update.HasField("room"):  # the session's always do; sent when it changed
             self.send_room(update.room, None)
-        else:
-            room = await conn.session.GetRoom(
-                spb.GetRoomRequest(room_id=binding.room_id),
-                metadata=conn.call_metadata(),
-                timeout=conn.session_timeout,
-            )
-            self.send_room(room.room, None)
         text = update.view_json or update.trick_json
         if text:
             # The session wrote the view as the client's JSON: it goes out as it came.

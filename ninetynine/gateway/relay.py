@@ -5,12 +5,15 @@ would be four gRPC messages into this process (and four out of the session); her
 streams share ``streams`` SubscribeMany calls, chosen by room so that the subscribers of one room
 share a call and the session can put a whole move's batches in one message.
 
-:meth:`SessionRelay.subscribe` behaves like ``stub.Subscribe(...)`` for its caller: it yields
-``SubscribeResponse`` items and fails with a ``grpc.aio.AioRpcError`` carrying the status (and the
-``ErrorInfo`` trailer) that Subscribe would have failed with, so the caller's retry and error paths
-are the same. When a shared call breaks (a session replica went away), each of its subscriptions
+:meth:`SessionRelay.subscribe` opens a room stream on a shared call: the call's reader hands each
+``SubscribeResponse`` of it to the subscriber's callback as the message comes in (no queue and no
+task per subscriber between the socket and the client's outbox), and the :class:`Subscription`'s
+``ended`` fails with the ``grpc.aio.AioRpcError`` carrying the status (and the ``ErrorInfo``
+trailer) that Subscribe would have failed with, so the caller's retry and error paths are
+Subscribe's. When a shared call breaks (a session replica went away), each of its subscriptions
 fails with that call's status and its caller resubscribes from its last seq, on a new call (with
-several replicas behind round-robin, a new call may land on another replica).
+several replicas behind round-robin, a new call may land on another replica). A callback that
+raises ends its own subscription (UNKNOWN), never the call the others share.
 
 The clients' plays go the same way: :class:`PlayRelay` carries them on ``streams`` shared PlayMany
 calls instead of one unary ``Play`` call each. :meth:`PlayRelay.play` behaves like
@@ -32,7 +35,7 @@ resent here: the refusal goes back to the caller as it is.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -55,14 +58,11 @@ from ninetynine.session.v1 import session_service_pb2 as spb
 
 log = get_logger(__name__)
 
-# Items one subscription may have waiting before its reader counts as stuck; it is then ended
-# (UNAVAILABLE) and resubscribes from its last seq, so one slow client cannot grow memory unbounded.
-MAX_PENDING_ITEMS = 2000
-
-_Item = spb.SubscriptionItem | grpc.aio.AioRpcError
 # What opens one shared call: a stub's stream-stream method, or a frames call (same contract).
 SubscribeManyMethod = Callable[[AsyncIterator[spb.SubscribeManyRequest]], Any]
 PlayManyMethod = Callable[[AsyncIterator[spb.PlayManyRequest]], Any]
+# Takes each response of one room stream, in order, inside the shared call's reader.
+OnResponse = Callable[[spb.SubscribeResponse], None]
 
 
 _SERVICE = spb.DESCRIPTOR.services_by_name["SessionService"]
@@ -83,25 +83,63 @@ def _serialize(message: Message) -> bytes:
     return message.SerializeToString()
 
 
+class Subscription:
+    """One room stream on a shared call.
+
+    Its responses go to ``on_response`` as the call reads them; ``ended`` is done when the stream
+    ends: with None when the session ended it with OK, else with the error Subscribe would have
+    raised. :meth:`close` ends it from this side (nothing more is handed over, ``ended`` stays
+    pending).
+    """
+
+    def __init__(self, call: _SharedCall, sub_id: int, on_response: OnResponse) -> None:
+        self.call = call
+        self.id = sub_id
+        self.on_response = on_response
+        self.responses = 0
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def end(self, error: grpc.aio.AioRpcError | None) -> None:
+        if self.ended.done():
+            return
+        if error is None:
+            self.ended.set_result(None)
+        else:
+            self.ended.set_exception(error)
+
+    def close(self) -> None:
+        self.call.close(self.id)
+
+
 class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse]):
     """One SubscribeMany call and the subscriptions it carries."""
 
     kind = "room"
 
     def __init__(self, method: SubscribeManyMethod, index: int) -> None:
-        self.subscriptions: dict[int, asyncio.Queue[_Item]] = {}
+        self.subscriptions: dict[int, Subscription] = {}
         super().__init__(method, index)
 
     def _on_message(self, message: spb.SubscribeManyResponse) -> None:
+        subscriptions = self.subscriptions
         for item in message.items:
-            queue = self.subscriptions.get(item.id)
-            if queue is None:
+            subscription = subscriptions.get(item.id)
+            if subscription is None:
                 continue  # closed meanwhile
-            if queue.qsize() >= MAX_PENDING_ITEMS:
-                self.close(item.id)
-                queue.put_nowait(rpc_error(grpc.StatusCode.UNAVAILABLE, "room stream backlog"))
+            if item.WhichOneof("item") == "response":
+                subscription.responses += 1
+                try:
+                    subscription.on_response(item.response)
+                except Exception:
+                    log.exception("room stream subscriber failed", stream=self.index, subscription=item.id)
+                    self.close(item.id)
+                    subscription.end(
+                        rpc_error(grpc.StatusCode.UNKNOWN, "the room stream's subscriber failed")
+                    )
                 continue
-            queue.put_nowait(item)
+            del subscriptions[item.id]
+            end = item.end
+            subscription.end(None if end.code == grpc.StatusCode.OK.value[0] else failure_error(end))
 
     def _fail(self, error: grpc.aio.AioRpcError) -> None:
         if self.subscriptions:
@@ -111,16 +149,17 @@ class _SharedCall(SharedCall[spb.SubscribeManyRequest, spb.SubscribeManyResponse
                 subscriptions=len(self.subscriptions),
                 code=error.code().name,
             )
-        for queue in self.subscriptions.values():
-            queue.put_nowait(error)
+        for subscription in self.subscriptions.values():
+            subscription.end(error)
         self.subscriptions.clear()
 
-    def open(self, sub_id: int, request: spb.SubscribeRequest, lang: str) -> asyncio.Queue[_Item]:
-        queue: asyncio.Queue[_Item] = asyncio.Queue()
-        self.subscriptions[sub_id] = queue
+    def open(
+        self, sub_id: int, request: spb.SubscribeRequest, lang: str, on_response: OnResponse
+    ) -> Subscription:
+        subscription = self.subscriptions[sub_id] = Subscription(self, sub_id, on_response)
         spec = spb.OpenSubscription(id=sub_id, request=request, accept_language=lang, request_id=request_id())
         self.requests.put_nowait(spb.SubscribeManyRequest(open=spec))
-        return queue
+        return subscription
 
     def close(self, sub_id: int) -> None:
         if self.subscriptions.pop(sub_id, None) is not None and not self.broken:
@@ -137,28 +176,11 @@ class SessionRelay(CallPool[_SharedCall]):
     def __init__(self, method: SubscribeManyMethod, streams: int = 2) -> None:
         super().__init__(lambda index: _SharedCall(method, index), streams)
 
-    async def subscribe(
-        self, request: spb.SubscribeRequest, lang: str
-    ) -> AsyncGenerator[spb.SubscribeResponse, None]:
-        """Like ``Subscribe(request)`` with ``accept-language: lang``, over a shared call."""
+    def subscribe(self, request: spb.SubscribeRequest, lang: str, on_response: OnResponse) -> Subscription:
+        """Like ``Subscribe(request)`` with ``accept-language: lang``, over a shared call: each
+        response goes to ``on_response``; the caller closes the subscription when done with it."""
         call = self._call_for(request.token.partition(".")[0])
-        sub_id = next(self._ids)
-        queue = call.open(sub_id, request, lang)
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, grpc.aio.AioRpcError):
-                    raise item
-                if item.WhichOneof("item") == "response":
-                    yield item.response
-                    continue
-                end = item.end
-                call.subscriptions.pop(sub_id, None)
-                if end.code == grpc.StatusCode.OK.value[0]:
-                    return
-                raise failure_error(end)
-        finally:
-            call.close(sub_id)
+        return call.open(next(self._ids), request, lang, on_response)
 
 
 class _PlayCall(AnsweredCall[spb.PlayManyRequest, spb.PlayManyResponse]):

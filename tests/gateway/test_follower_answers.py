@@ -50,7 +50,7 @@ async def test_a_moves_answer_on_the_stream_is_sent_as_played() -> None:
     follower, conn, binding = _follower()
     expected = follower.expect_answer(3, "id-3", 0.0)
     assert expected is not None
-    await follower._on_stream_item(
+    follower._on_stream_item(
         binding, spb.SubscribeResponse(batch=spb.EventBatch(events=[_answer_event(7, 3)]))
     )
     assert expected.sent and expected.future.result().played.seq == 7
@@ -63,7 +63,7 @@ async def test_a_snapshot_tells_the_waiting_plays_their_answers_are_lost() -> No
     expected = follower.expect_answer(4, None, 0.0)
     assert expected is not None
     snapshot = spb.SubscribeResponse(snapshot=spb.Snapshot(seq=40, reason="GAP_TOO_OLD"))
-    await follower._on_stream_item(binding, snapshot)
+    follower._on_stream_item(binding, snapshot)
     with pytest.raises(AnswerLost):
         expected.future.result()
     assert not expected.sent

@@ -22,7 +22,6 @@ from prometheus_client import CollectorRegistry
 from ninetynine.common.config import env_var
 from ninetynine.common.errors import to_service_error
 from ninetynine.engine.server import EngineMetrics, create_engine_server
-from ninetynine.gateway import relay as relay_module
 from ninetynine.gateway.relay import SessionRelay
 from ninetynine.gateway.server import add_parser as add_gateway_parser
 from ninetynine.gateway.server import start_gateway
@@ -30,6 +29,7 @@ from ninetynine.session.server import close_room_service, create_session_server
 from ninetynine.session.service import RoomService
 from ninetynine.session.v1 import session_service_pb2 as spb
 from ninetynine.session.v1 import session_service_pb2_grpc as spb_grpc
+from tests.common.roomstream import room_stream
 from tests.gateway.conftest import Backend, GatewayFactory, WsFactory
 
 
@@ -135,7 +135,7 @@ async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
     room_id = host.room.room_id
 
     # A made-up token: refused like Subscribe refuses it (UNAUTHENTICATED, one ErrorInfo).
-    bogus = relay.subscribe(spb.SubscribeRequest(token=f"{room_id}.forged", batched=True), "en")
+    bogus = room_stream(relay, spb.SubscribeRequest(token=f"{room_id}.forged", batched=True), "en")
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await _next_batch(bogus)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
@@ -143,7 +143,7 @@ async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
     assert (error.reason, error.domain) == ("INVALID_TOKEN", "session.ninetynine")
     assert error.message_en == "Invalid or unknown token"
 
-    stream = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
+    stream = room_stream(relay, spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
     first = await _next_batch(stream)
     last_seq = first.batch.events[-1].seq
 
@@ -158,7 +158,7 @@ async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
     await session.start()
     await stub.JoinRoom(spb.JoinRoomRequest(room_id=room_id, name="B"), wait_for_ready=True)
     resume = spb.SubscribeRequest(token=host.seat_token, after_seq=last_seq, batched=True)
-    again = relay.subscribe(resume, "ko")
+    again = room_stream(relay, resume, "ko")
     kinds = []
     while "player_joined" not in kinds:
         batch = await _next_batch(again)
@@ -167,25 +167,29 @@ async def test_refusals_keep_their_status_and_a_session_restart_is_resubscribed(
     await again.aclose()
 
 
-async def test_a_subscription_whose_reader_falls_behind_is_ended_not_buffered_forever(
-    local: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_subscriber_that_fails_ends_its_own_stream_not_the_shared_call(
+    local: Any, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(relay_module, "MAX_PENDING_ITEMS", 2)
     _, stub, relay = await local(tmp_path / "rooms.db", streams=1)
     host = await stub.CreateRoom(spb.CreateRoomRequest(name="A", max_seats=6))
-    slow = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
-    await _next_batch(slow)  # subscribed; from now on nobody reads it
-    for i in range(5):
-        await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name=f"P{i}"))
-    await asyncio.sleep(0.5)
+    request = spb.SubscribeRequest(token=host.seat_token, batched=True)
+
+    def broken(_response: spb.SubscribeResponse) -> None:
+        raise ValueError("a bug in the subscriber")
+
+    failing = relay.subscribe(request, "ko", broken)
     with pytest.raises(grpc.aio.AioRpcError) as ended:
-        for _ in range(10):
-            await _next_batch(slow)
-    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
-    # The shared call itself goes on for everyone else.
-    fresh = relay.subscribe(spb.SubscribeRequest(token=host.seat_token, batched=True), "ko")
-    assert (await _next_batch(fresh)).batch.events
-    await fresh.aclose()
+        async with asyncio.timeout(10):
+            await failing.ended
+    assert ended.value.code() == grpc.StatusCode.UNKNOWN
+    # The shared call goes on for everyone else: a subscription on it gets the room's later moves.
+    stream = room_stream(relay, request, "ko")
+    await _next_batch(stream)
+    await stub.JoinRoom(spb.JoinRoomRequest(room_id=host.room.room_id, name="B"))
+    kinds: list[str | None] = []
+    while "player_joined" not in kinds[1:]:
+        kinds += [event.WhichOneof("kind") for event in (await _next_batch(stream)).batch.events]
+    await stream.aclose()
 
 
 def _gateway_args(argv: list[str]) -> argparse.Namespace:

@@ -31,6 +31,7 @@ from ninetynine.session.frames import PLAY_MANY
 from ninetynine.session.server import create_session_server, run_session
 from ninetynine.session.v1 import session_service_pb2 as pb
 from ninetynine.session.v1 import session_service_pb2_grpc as pb_grpc
+from tests.common.roomstream import room_stream
 from tests.session.conftest import Stack
 from tests.session.helpers import sample
 from tests.session.test_session_play_many import _room, _turn
@@ -91,7 +92,7 @@ async def test_a_gateways_plays_and_room_streams_on_the_socket_are_answered_as_o
     rooms, plays = SessionRelay(subscribe_many), PlayRelay(play_many)
     try:
         _, tokens, spectator = await _room(stack)
-        stream = rooms.subscribe(pb.SubscribeRequest(token=spectator, batched=True), "")
+        stream = room_stream(rooms, pb.SubscribeRequest(token=spectator, batched=True), "")
         async with asyncio.timeout(10):
             first = await anext(stream)
         assert first.batch.events[0].HasField("player_joined"), "the stream opens with the room's history"
