@@ -1,10 +1,10 @@
 """One client connection, whatever its transport: its lifecycle, its limits and its language.
 
 A :class:`Connection` receives frames from its transport (WebSocket or gRPC ``Connect``) through
-:meth:`Connection.on_frame` and sends ``ServerMessage``s back through a bounded queue drained by
-one writer task, so the direct replies and the pushed room stream keep their order and a slow
-client never blocks anyone else: when its queue is full it gets ``goodbye slowClient`` and is
-closed (it can ``resume``).
+:meth:`Connection.on_frame` and sends ``ServerMessage``s back through its bounded outbox
+(:mod:`~ninetynine.gateway.outbox`), so the direct replies and the pushed room stream keep their
+order and a slow client never blocks anyone else: when its outbox is full it gets ``goodbye
+slowClient`` and is closed (it can ``resume``).
 
 Per frame, in order: idle timer reset, hard size limit (fatal), rate limit (token bucket; too
 many refusals in the window is abuse), soft size limit, parsing, then one session call
@@ -206,7 +206,7 @@ class Connection:
     # -- outgoing -------------------------------------------------------------------------------
 
     def deliver(self, out: Outgoing) -> None:
-        """Queue a message; a full queue means a slow client: goodbye slowClient and close."""
+        """Send a message through the outbox; a full one means a slow client: goodbye slowClient and close."""
         if self._closing or self._doomed:
             return
         if not self.outbox.put(out):
