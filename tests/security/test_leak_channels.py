@@ -290,7 +290,9 @@ async def _seat(table: Table, channel: Channel, plan: Plan, rng: random.Random, 
             old_seq = channel.last_seq
         if message["type"] == "played":
             acked = max(acked, message["seq"])
-        if not dropped and read >= plan.drop_after:
+        # Dropped once the seq moved past the one kept: which of the first reads are replies to
+        # the early requests (no seq) depends on how the gateway's writes interleave them.
+        if not dropped and read >= plan.drop_after and channel.last_seq > old_seq:
             dropped = True
             before = channel.last_seq
             channel = await table.resume(back_over, channel, token, old_seq)
